@@ -1,0 +1,1 @@
+"""The ``kingrec`` command line (installed as ``kingrec_cli``)."""

@@ -1,0 +1,41 @@
+"""Exit codes and the one place library errors become messages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import click
+
+from kingrec.cards import CardError
+from kingrec.records import RecordFileError
+from kingrec.rules import RulesetError
+
+EXIT_OK = 0
+EXIT_INVALID = 1  # some record is not a valid match
+EXIT_UNREADABLE = 2  # a file could not be read, is damaged, or the usage was wrong
+
+USER_ERRORS = (RecordFileError, RulesetError, CardError, OSError)
+
+
+class Failed(click.ClickException):
+    """An error already explained to the user, with our exit code."""
+
+    exit_code = EXIT_UNREADABLE
+
+    def show(self, file: object = None) -> None:
+        click.echo(f"kingrec: error: {self.format_message()}", err=True)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the library's expected failures into one clear line and exit code 2."""
+    try:
+        yield
+    except USER_ERRORS as exc:
+        message = (
+            f"{exc.filename}: {exc.strerror}"
+            if isinstance(exc, OSError) and exc.filename
+            else str(exc)
+        )
+        raise Failed(message) from None

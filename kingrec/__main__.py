@@ -1,0 +1,5 @@
+"""``python -m kingrec`` runs the command line."""
+
+from kingrec_cli.main import main
+
+main()

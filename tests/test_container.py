@@ -1,0 +1,455 @@
+"""Tests for the .krec container (kingrec.container)."""
+
+from __future__ import annotations
+
+import io
+import struct
+import subprocess
+import sys
+import tracemalloc
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kingrec.container import (
+    FILE_HEADER_SIZE,
+    FRAME_HEADER_SIZE,
+    MAGIC,
+    MAX_PAYLOAD_SIZE,
+    ContainerError,
+    Frame,
+    FrameDamage,
+    FrameInfo,
+    KrecWriter,
+    NotKrecError,
+    UnsupportedVersionError,
+    is_krec,
+    iter_matches,
+    read_frames,
+)
+from kingrec.v1 import record_pb2 as pb
+
+
+class ReadOnlyStream:
+    """A non-seekable stream: exposes only read(), optionally in short pieces like a pipe."""
+
+    def __init__(self, data: bytes, max_piece: int | None = None) -> None:
+        self._inner = io.BytesIO(data)
+        self._max_piece = max_piece
+
+    def read(self, n: int = -1) -> bytes:
+        if self._max_piece is not None and (n < 0 or n > self._max_piece):
+            n = self._max_piece
+        return self._inner.read(n)
+
+
+def _payloads(n: int) -> list[bytes]:
+    return [pb.Match(match_id=f"m{i}").SerializeToString() for i in range(n)]
+
+
+def _container(payloads: list[bytes]) -> tuple[bytes, list[FrameInfo]]:
+    buf = io.BytesIO()
+    with KrecWriter(buf) as w:
+        infos = [w.write(p) for p in payloads]
+    return buf.getvalue(), infos
+
+
+def _read(data: bytes) -> list[Frame | FrameDamage]:
+    return list(read_frames(io.BytesIO(data)))
+
+
+def _flip(data: bytes, pos: int) -> bytes:
+    return data[:pos] + bytes([data[pos] ^ 0xFF]) + data[pos + 1 :]
+
+
+def _frames_only(items: list[Frame | FrameDamage]) -> list[Frame]:
+    return [it for it in items if isinstance(it, Frame)]
+
+
+def _damage_only(items: list[Frame | FrameDamage]) -> list[FrameDamage]:
+    return [it for it in items if isinstance(it, FrameDamage)]
+
+
+# --------------------------------------------------------------------------- round trips
+
+
+def test_many_matches_round_trip_through_a_path(tmp_path: Path) -> None:
+    path = tmp_path / "games.krec"
+    with KrecWriter.open(path) as w:
+        for i in range(500):
+            w.write_match(pb.Match(match_id=f"m{i}"))
+        assert w.frames_written == 500
+
+    items = list(iter_matches(path))
+    assert len(items) == 500
+    for i, item in enumerate(items):
+        assert not isinstance(item, FrameDamage)
+        frame, match = item
+        assert frame.index == i
+        assert match.match_id == f"m{i}"
+    assert not (tmp_path / "games.krec.tmp").exists()
+
+
+def test_frames_round_trip_through_bytesio_with_matching_offsets() -> None:
+    payloads = [*_payloads(300), b"", b"\x00" * 70_000]
+    data, infos = _container(payloads)
+
+    frames = _read(data)
+    assert all(isinstance(f, Frame) for f in frames)
+    assert [f.payload for f in _frames_only(frames)] == payloads
+    assert [(f.index, f.offset) for f in frames] == [(i.index, i.offset) for i in infos]
+    assert infos[0].offset == FILE_HEADER_SIZE
+    assert infos[-1].crc32 == zlib.crc32(payloads[-1])
+    assert len(data) == infos[-1].offset + FRAME_HEADER_SIZE + infos[-1].length
+
+
+def test_file_layout_matches_the_documented_format() -> None:
+    data, _ = _container([b"abc"])
+    assert data[:8] == b"\x89KREC\r\n\x1a"
+    assert struct.unpack("<HH", data[8:12]) == (1, 0)
+    marker, length, crc, header_crc = struct.unpack("<4sIII", data[12:28])
+    assert (marker, length, crc) == (b"KRF1", 3, zlib.crc32(b"abc"))
+    assert header_crc == zlib.crc32(data[12:24])
+    assert data[28:] == b"abc"
+
+
+def test_file_with_only_a_header_has_no_frames(tmp_path: Path) -> None:
+    path = tmp_path / "empty.krec"
+    with KrecWriter.open(path):
+        pass
+    assert path.read_bytes() == MAGIC + b"\x01\x00\x00\x00"
+    assert list(read_frames(path)) == []
+    assert list(iter_matches(path)) == []
+
+
+# --------------------------------------------------------------------------- truncation
+
+
+def test_last_frame_cut_inside_its_header_is_reported_truncated() -> None:
+    data, infos = _container(_payloads(5))
+    cut = data[: infos[4].offset + 6]
+
+    items = _read(cut)
+    assert [f.payload for f in _frames_only(items)] == _payloads(4)
+    assert items[-1] == FrameDamage(
+        4,
+        infos[4].offset,
+        "truncated",
+        f"the last frame (frame 4 at byte {infos[4].offset}) is truncated: 10 bytes of its "
+        "16-byte frame header are missing",
+    )
+
+
+def test_last_frame_cut_inside_its_payload_is_reported_truncated_with_missing_bytes() -> None:
+    payloads = [*_payloads(3), b"x" * 1000]
+    data, infos = _container(payloads)
+    cut = data[:-400]
+
+    items = _read(cut)
+    assert [f.payload for f in _frames_only(items)] == payloads[:3]
+    damage = items[-1]
+    assert isinstance(damage, FrameDamage)
+    assert (damage.index, damage.offset, damage.kind) == (3, infos[3].offset, "truncated")
+    assert "the last frame" in damage.message
+    assert "400 bytes of its 1000-byte payload are missing" in damage.message
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    payloads=st.lists(st.binary(max_size=40), min_size=1, max_size=6),
+    data=st.data(),
+)
+def test_any_truncation_keeps_every_complete_frame(
+    payloads: list[bytes], data: st.DataObject
+) -> None:
+    full, infos = _container(payloads)
+    cut_at = data.draw(st.integers(FILE_HEADER_SIZE, len(full)))
+    items = _read(full[:cut_at])
+
+    complete = [i for i in infos if i.offset + FRAME_HEADER_SIZE + i.length <= cut_at]
+    assert [(f.index, f.payload) for f in _frames_only(items)] == [
+        (i.index, payloads[i.index]) for i in complete
+    ]
+    damage = _damage_only(items)
+    if cut_at in {i.offset for i in infos} or cut_at == len(full):
+        assert damage == []
+    else:
+        assert len(damage) == 1
+        assert damage[0].kind == "truncated"
+        assert damage[0].index == len(complete)
+        assert damage[0].offset == infos[len(complete)].offset
+
+
+# --------------------------------------------------------------------------- corruption
+
+
+def test_flipped_payload_byte_is_reported_and_later_frames_still_read() -> None:
+    payloads = _payloads(6)
+    data, infos = _container(payloads)
+    bad = _flip(data, infos[3].offset + FRAME_HEADER_SIZE + 1)
+
+    items = _read(bad)
+    assert [(f.index, f.payload) for f in _frames_only(items)] == [
+        (i, p) for i, p in enumerate(payloads) if i != 3
+    ]
+    (damage,) = _damage_only(items)
+    skipped = infos[4].offset - infos[3].offset
+    assert damage == FrameDamage(
+        3,
+        infos[3].offset,
+        "corrupt",
+        f"frame 3 at byte {infos[3].offset} is corrupt (payload checksum mismatch); "
+        f"skipped {skipped} bytes to the next frame",
+    )
+
+
+def test_flipped_length_byte_resynchronises_on_the_next_frame() -> None:
+    payloads = [b"a" * 50, b"b" * 5000, b"c" * 50, b"d" * 50]
+    data, infos = _container(payloads)
+    # Make frame 1 claim a far shorter payload: without resync the reader would
+    # land in the middle of b"bbbb...".
+    bad = _flip(data, infos[1].offset + 5)
+
+    items = _read(bad)
+    assert [(f.index, f.payload) for f in _frames_only(items)] == [
+        (0, payloads[0]),
+        (2, payloads[2]),
+        (3, payloads[3]),
+    ]
+    (damage,) = _damage_only(items)
+    assert (damage.index, damage.offset, damage.kind) == (1, infos[1].offset, "corrupt")
+    assert "frame header checksum mismatch" in damage.message
+
+
+def test_garbage_between_frames_is_skipped_and_later_frames_keep_their_offsets() -> None:
+    payloads = _payloads(4)
+    data, infos = _container(payloads)
+    junk = b"KRF1" + b"\x00" * 12 + b"KR" + b"z" * 200_000  # fake marker, straddles chunks
+    pos = infos[2].offset
+    bad = data[:pos] + junk + data[pos:]
+
+    items = _read(bad)
+    assert [f.payload for f in _frames_only(items)] == payloads
+    (damage,) = _damage_only(items)
+    assert (damage.index, damage.offset, damage.kind) == (2, pos, "corrupt")
+    assert f"skipped {len(junk)} bytes to the next frame" in damage.message
+    frames = _frames_only(items)
+    assert frames[2].index == 3
+    assert frames[2].offset == pos + len(junk)
+
+
+def test_trailing_garbage_is_reported_as_corrupt() -> None:
+    payloads = _payloads(2)
+    data, _ = _container(payloads)
+    items = _read(data + b"\x00" * 100)
+
+    assert [f.payload for f in _frames_only(items)] == payloads
+    (damage,) = _damage_only(items)
+    assert damage.kind == "corrupt"
+    assert damage.offset == len(data)
+    assert "no frame marker" in damage.message
+    assert "skipped the remaining 100 bytes (no further frame found)" in damage.message
+
+
+def test_oversized_length_is_corrupt_even_with_a_valid_header_checksum() -> None:
+    head = struct.pack("<4sII", b"KRF1", MAX_PAYLOAD_SIZE + 1, 0)
+    forged = head + struct.pack("<I", zlib.crc32(head))
+    data, _ = _container([])
+    tail, _ = _container([b"after"])
+
+    items = _read(data + forged + tail[FILE_HEADER_SIZE:])
+    damage, frame = items
+    assert isinstance(damage, FrameDamage)
+    assert damage.kind == "corrupt"
+    assert "impossible payload length" in damage.message
+    assert isinstance(frame, Frame)
+    assert (frame.index, frame.payload) == (1, b"after")
+
+
+def test_frame_cut_short_by_appended_frames_is_corrupt_not_truncated() -> None:
+    # A crashed write followed by more appended frames.
+    data, _ = _container([b"first", b"y" * 1000])
+    tail, _ = _container([b"appended"])
+    bad = data[:-500] + tail[FILE_HEADER_SIZE:]
+
+    items = _read(bad)
+    assert [f.payload for f in _frames_only(items)] == [b"first", b"appended"]
+    (damage,) = _damage_only(items)
+    assert (damage.index, damage.kind) == (1, "corrupt")
+    assert "the next frame starts inside its payload" in damage.message
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    payloads=st.lists(st.binary(max_size=40), min_size=1, max_size=6),
+    data=st.data(),
+)
+def test_any_flipped_byte_damages_exactly_one_frame(
+    payloads: list[bytes], data: st.DataObject
+) -> None:
+    full, infos = _container(payloads)
+    pos = data.draw(st.integers(FILE_HEADER_SIZE, len(full) - 1))
+    hit = max(i.index for i in infos if i.offset <= pos)
+
+    items = _read(_flip(full, pos))
+    assert [(f.index, f.payload) for f in _frames_only(items)] == [
+        (i, p) for i, p in enumerate(payloads) if i != hit
+    ]
+    (damage,) = _damage_only(items)
+    assert (damage.index, damage.offset, damage.kind) == (hit, infos[hit].offset, "corrupt")
+
+
+def test_valid_frame_that_is_not_a_match_is_reported_undecodable() -> None:
+    data, infos = _container([_payloads(1)[0], b"\xff\xff\xff", _payloads(3)[2]])
+    items = list(iter_matches(io.BytesIO(data)))
+
+    assert len(items) == 3
+    damage = items[1]
+    assert isinstance(damage, FrameDamage)
+    assert (damage.index, damage.offset, damage.kind) == (1, infos[1].offset, "undecodable")
+    last = items[2]
+    assert not isinstance(last, FrameDamage)
+    assert last[1].match_id == "m2"
+
+
+# --------------------------------------------------------------------------- file header
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"", "is empty"),
+        (b'{"match_id": "m1"}\n{"match_id": "m2"}\n', "looks like JSON text"),
+        (b"hello, this is a note\n", "looks like text"),
+        (b"\x1f\x8b\x08\x00" + b"\x00" * 20, "gzip-compressed"),
+        (b"\x89KREC\n\x1a\x01\x00\x00\x00", "text-mode transfer"),
+        (b"KRF1" + b"\x00" * 20, "file header is missing"),
+        (b"\x00\x01\x02\x03" * 4, "first bytes: 00 01 02 03"),
+    ],
+)
+def test_wrong_magic_raises_not_krec_saying_what_the_file_looks_like(
+    tmp_path: Path, content: bytes, expected: str
+) -> None:
+    path = tmp_path / "input.krec"
+    path.write_bytes(content)
+    with pytest.raises(NotKrecError, match=expected) as info:
+        list(read_frames(path))
+    assert info.value.offset == 0
+    assert str(path) in str(info.value)
+
+
+def test_newer_format_version_asks_the_user_to_upgrade() -> None:
+    data = MAGIC + struct.pack("<HH", 2, 0)
+    with pytest.raises(UnsupportedVersionError) as info:
+        list(read_frames(io.BytesIO(data)))
+    assert "written by a newer kingrec (format 2); this one reads format 1 — upgrade kingrec" in (
+        str(info.value)
+    )
+    assert info.value.offset == 8
+    assert isinstance(info.value, ContainerError)
+
+
+def test_unknown_header_flags_are_rejected() -> None:
+    data = MAGIC + struct.pack("<HH", 1, 4)
+    with pytest.raises(UnsupportedVersionError, match="flags 0x0004"):
+        list(read_frames(io.BytesIO(data)))
+
+
+def test_cut_file_header_raises_container_error() -> None:
+    with pytest.raises(ContainerError, match="only 10 of 12 bytes") as info:
+        list(read_frames(io.BytesIO(MAGIC + b"\x01\x00")))
+    assert not isinstance(info.value, NotKrecError)
+
+
+def test_is_krec_sniffs_the_signature() -> None:
+    data, _ = _container([b"x"])
+    assert is_krec(data)
+    assert is_krec(data[:8])
+    assert not is_krec(data[:7])
+    assert not is_krec(b'{"match_id": "m1"}')
+    assert not is_krec(b"")
+
+
+# --------------------------------------------------------------------------- streams & memory
+
+
+def test_reads_from_a_non_seekable_stream_delivering_short_pieces() -> None:
+    payloads = [*_payloads(50), b"q" * 100_000]
+    data, _ = _container(payloads)
+    bad = _flip(data, len(data) - 10)
+    data_items = list(read_frames(ReadOnlyStream(data, max_piece=7)))
+    assert [f.payload for f in _frames_only(data_items)] == payloads
+
+    items = list(iter_matches(ReadOnlyStream(bad)))
+    assert len(items) == 51
+    assert isinstance(items[-1], FrameDamage)
+
+
+def test_reads_from_stdin_pipe() -> None:
+    data, _ = _container(_payloads(1000))
+    script = (
+        "import sys\n"
+        "from kingrec.container import iter_matches\n"
+        "print(sum(1 for _ in iter_matches(sys.stdin.buffer)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], input=data, capture_output=True, check=True
+    )
+    assert out.stdout.strip() == b"1000"
+
+
+def test_reading_a_large_file_uses_bounded_memory(tmp_path: Path) -> None:
+    path = tmp_path / "big.krec"
+    payload = pb.Match(match_id="m" * 200).SerializeToString()
+    with KrecWriter.open(path) as w:
+        for _ in range(20_000):
+            w.write(payload)
+    size = path.stat().st_size
+
+    tracemalloc.start()
+    try:
+        count = sum(1 for item in read_frames(path) if isinstance(item, Frame))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert count == 20_000
+    assert size > 4_000_000
+    assert peak < 512 * 1024, f"peak {peak} bytes while reading a {size}-byte file"
+
+
+# --------------------------------------------------------------------------- writer
+
+
+def test_writer_leaves_no_file_when_the_with_block_raises(tmp_path: Path) -> None:
+    path = tmp_path / "out.krec"
+    with pytest.raises(RuntimeError), KrecWriter.open(path) as w:
+        w.write_match(pb.Match(match_id="m1"))
+        raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_rewrite_keeps_the_previous_file_intact(tmp_path: Path) -> None:
+    path = tmp_path / "out.krec"
+    with KrecWriter.open(path) as w:
+        w.write(b"old")
+    before = path.read_bytes()
+
+    with pytest.raises(RuntimeError), KrecWriter.open(str(path)) as w:
+        w.write(b"new")
+        raise RuntimeError("boom")
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.krec"]
+
+
+def test_writer_rejects_writes_after_close_and_oversized_payloads() -> None:
+    w = KrecWriter(io.BytesIO())
+    with pytest.raises(ValueError, match="frame limit"):
+        w.write(b"\x00" * (MAX_PAYLOAD_SIZE + 1))
+    w.close()
+    assert w.closed
+    with pytest.raises(ValueError, match="closed"):
+        w.write(b"x")
