@@ -23,6 +23,10 @@ class Failed(click.ClickException):
 
     exit_code = EXIT_UNREADABLE
 
+    def __init__(self, message: str, code: str = "UNREADABLE") -> None:
+        super().__init__(message)
+        self.code = code
+
     def show(self, file: object = None) -> None:
         click.echo(f"kingrec: error: {self.format_message()}", err=True)
 
@@ -32,6 +36,8 @@ def user_errors() -> Iterator[None]:
     """Turn the library's expected failures into one clear line and exit code 2."""
     try:
         yield
+    except RecordFileError as exc:
+        raise Failed(str(exc), exc.code) from None
     except USER_ERRORS as exc:
         message = (
             f"{exc.filename}: {exc.strerror}"

@@ -99,9 +99,8 @@ def validate(files: tuple[str, ...], as_json: bool, show_all: bool, progress: bo
             except Failed as exc:
                 tally.unreadable += 1
                 if as_json:
-                    _json_line(
-                        out, {"type": "error", "file": path, "message": exc.format_message()}
-                    )
+                    error = {"type": "error", "file": path, "code": exc.code}
+                    _json_line(out, {**error, "message": exc.format_message()})
                 else:
                     exc.show()
     if as_json:

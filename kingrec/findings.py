@@ -66,6 +66,9 @@ CODES: dict[str, str] = {
     "FRAME_TRUNCATED": "the file ends inside a frame",
     "FRAME_UNDECODABLE": "a frame that is not a Match message",
     "JSON_INVALID": "a JSON line that is not a valid match",
+    "NOT_KREC": "a file that is neither a .krec container nor JSON Lines",
+    "UNSUPPORTED_VERSION": "a .krec container from a newer kingrec",
+    "UNREADABLE": "a file that cannot be opened or read",
 }
 
 

@@ -23,7 +23,14 @@ __all__ = ["Damage", "RecordFile", "RecordFileError", "open_records", "read_reco
 
 
 class RecordFileError(Exception):
-    """A file that cannot be read as records at all (missing, unreadable, unknown format)."""
+    """A file that cannot be read as records at all (missing, unreadable, unknown format).
+
+    ``code`` says which: NOT_KREC, UNSUPPORTED_VERSION or UNREADABLE.
+    """
+
+    def __init__(self, message: str, code: str = "UNREADABLE") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -38,9 +45,10 @@ class Damage:
 class _CountingRaw(io.RawIOBase):
     """Counts the bytes read from a file, for progress bars."""
 
-    def __init__(self, inner: BinaryIO) -> None:
+    def __init__(self, inner: BinaryIO, name: str) -> None:
         self.inner = inner
         self.count = 0
+        self.name = name  # the container reader names the file in its messages
 
     def readable(self) -> bool:
         return True
@@ -59,14 +67,13 @@ class RecordFile:
     def __init__(self, name: str, raw: BinaryIO, size: int | None) -> None:
         self.name = name
         self.size = size
-        self._counter = _CountingRaw(raw)
+        self._counter = _CountingRaw(raw, name)
         self._stream = io.BufferedReader(self._counter, buffer_size=1 << 16)
-        head = self._stream.peek(len(container.MAGIC))[: len(container.MAGIC)]
-        self.format = "krec" if container.is_krec(head) else "jsonl"
-        if self.format == "jsonl" and head and head.lstrip()[:1] not in (b"{", b""):
-            raise RecordFileError(
-                f"{name}: not a .krec file and not JSON Lines (starts with {head[:8]!r})"
-            )
+        head = self._stream.peek(64)[:64].lstrip(b" \t\r\n").removeprefix(b"\xef\xbb\xbf")
+        # JSON Lines is recognised by its first '{'; anything else is read as a .krec file,
+        # whose reader explains what the file looks like when it is not one.
+        json_name = name.endswith((".jsonl", ".json", ".ndjson"))
+        self.format = "jsonl" if head[:1] == b"{" or (json_name and not head) else "krec"
 
     @property
     def bytes_read(self) -> int:
@@ -89,8 +96,12 @@ class RecordFile:
                 else:
                     frame, match = item
                     yield Location(self.name, frame.index, frame.offset), match
+        except container.NotKrecError as exc:
+            raise RecordFileError(str(exc), "NOT_KREC") from None
+        except container.UnsupportedVersionError as exc:
+            raise RecordFileError(str(exc), "UNSUPPORTED_VERSION") from None
         except container.ContainerError as exc:
-            raise RecordFileError(f"{self.name}: {exc}") from None
+            raise RecordFileError(str(exc)) from None
 
     def _jsonl(self) -> Iterator[tuple[Location, pb.Match] | Damage]:
         text = io.TextIOWrapper(self._stream, encoding="utf-8", errors="replace", newline=None)

@@ -143,8 +143,8 @@ class _MatchCheck:
         self.engine = eng
         self.report = MatchReport(match.match_id, location, deals=len(match.deals))
         self.totals = [0, 0, 0, 0]
-        self.revoked = False
-        self.bad_deals = 0
+        # Whether every deal was played out in full: only then must totals add up to 0.
+        self.whole = True
 
     def add(
         self, code: str, message: str, severity: Severity = Severity.ERROR, /, **where: object
@@ -275,7 +275,7 @@ class _MatchCheck:
             and declarer <= 3
             and (trump >= 0 or int(deal.contract) != Contract.KOZ)
         ):
-            self.bad_deals += 1
+            self.whole = False
             return
         flags = rules.deal_flags(deal.contract)
         revoke_play = deal.revoke_play if deal.HasField("revoke_play") else -1
@@ -287,7 +287,7 @@ class _MatchCheck:
         self.check_end(deal, number, head, replay, last=last, complete=complete)
         scores = compute_deal_scores(replay, rules, deal.contract)
         if replay.end == END_REVOKE:
-            self.revoked = True
+            self.whole = False
         for s in range(4):
             self.totals[s] += scores[s]
         claimed = list(deal.claimed_scores)
@@ -451,6 +451,8 @@ class _MatchCheck:
         last: bool,
         complete: bool,
     ) -> None:
+        if replay.end in (END_UNREADABLE, END_INCOMPLETE):
+            self.whole = False
         if replay.end == END_UNREADABLE:
             return
         extra = len(deal.plays) - replay.consumed
@@ -510,7 +512,7 @@ class _MatchCheck:
         if (
             complete
             and rules.is_zero_sum()
-            and not self.revoked
+            and self.whole
             and sum(claimed) != 0
             and len(self.match.deals) == rules.deal_count
         ):

@@ -1,0 +1,191 @@
+"""The ``kingrec`` command line, used the way people use it: real files, real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from kingrec_cli.main import main
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+CLASSIC = SAMPLES / "valid" / "classic.krec"
+ALL_RECORD_SAMPLES = sorted(
+    p for p in SAMPLES.rglob("*") if p.suffix in (".krec", ".jsonl") and "damaged" not in p.parts
+)
+
+
+def run(*args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """The installed console script, as a user runs it."""
+    kingrec = Path(sys.executable).parent / "kingrec"
+    return subprocess.run([str(kingrec), *args], input=input, capture_output=True, check=False)
+
+
+def _commands(group: click.Group) -> list[str]:
+    return sorted(group.commands)
+
+
+@pytest.mark.parametrize("command", [[], *[[c] for c in _commands(main)]], ids=str)  # type: ignore[arg-type]
+def test_every_command_has_help(command: list[str]) -> None:
+    result = CliRunner().invoke(main, [*command, "--help"])
+    assert result.exit_code == 0
+    assert "Usage:" in result.output
+    target = main if not command else main.commands[command[0]]
+    assert target.help and len(target.help) > 40
+
+
+def test_validate_valid_file_exits_0_with_a_summary() -> None:
+    result = run("validate", str(CLASSIC))
+    assert result.returncode == 0, result.stderr
+    assert b"2 valid, 0 invalid" in result.stdout
+    assert result.stderr == b""
+
+
+def test_validate_invalid_file_exits_1_and_names_the_problem() -> None:
+    result = run("validate", str(SAMPLES / "invalid" / "must-follow-suit.krec"))
+    assert result.returncode == 1
+    out = result.stdout.decode()
+    assert "INVALID" in out and "MUST_FOLLOW_SUIT" in out and "frame 0, byte 12" in out
+    assert "had to follow suit" in out
+
+
+@pytest.mark.parametrize("name", ["truncated.krec", "flipped-byte.krec", "bad-magic.krec",
+                                  "newer-version.krec", "bad-line.jsonl"])  # fmt: skip
+def test_damaged_file_exits_2_with_a_message_not_a_traceback(name: str) -> None:
+    result = run("validate", str(SAMPLES / "damaged" / name))
+    assert result.returncode == 2
+    both = (result.stdout + result.stderr).decode()
+    assert "Traceback" not in both
+    assert name in both
+
+
+def test_missing_file_and_directory_exit_2(tmp_path: Path) -> None:
+    for path in (tmp_path / "nope.krec", tmp_path):
+        result = run("validate", str(path))
+        assert result.returncode == 2
+        assert b"Traceback" not in result.stderr
+
+
+def test_bad_usage_exits_2() -> None:
+    assert run("validate").returncode == 2
+    assert run("frobnicate").returncode == 2
+
+
+def test_validate_reads_standard_input() -> None:
+    result = run("validate", "-", input=CLASSIC.read_bytes())
+    assert result.returncode == 0
+    assert b"2 valid" in result.stdout
+    result = run(
+        "validate", "--json", "-", input=(SAMPLES / "valid" / "classic.jsonl").read_bytes()
+    )
+    assert json.loads(result.stdout.splitlines()[-1])["matches"] == 1
+
+
+def test_validate_json_report_has_locations_and_legal_cards() -> None:
+    result = run("validate", "--json", str(SAMPLES / "invalid" / "must-ruff.krec"), str(CLASSIC))
+    assert result.returncode == 1
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    (match,) = [line for line in lines if line["type"] == "match"]
+    assert match["valid"] is False and match["frame"] == 0 and match["offset"] == 12
+    (finding,) = match["findings"]
+    assert finding["code"] == "MUST_RUFF" and finding["severity"] == "error"
+    assert {"deal", "trick", "seat", "card", "legal", "message"} <= set(finding)
+    assert lines[-1] == {"type": "summary", "files": 2, "matches": 3, "deals": 60, "invalid": 1,
+                         "warnings": 0, "damaged": 0, "unreadable": 0}  # fmt: skip
+
+
+def test_validate_reports_frames_after_damage() -> None:
+    result = run("validate", "--json", "--all", str(SAMPLES / "damaged" / "flipped-byte.krec"))
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [line["type"] for line in lines] == ["match", "damage", "match", "summary"]
+    assert lines[1]["frame"] == 1 and lines[2]["frame"] == 2
+
+
+def test_warnings_alone_keep_exit_0() -> None:
+    result = run("validate", str(SAMPLES / "invalid" / "over-time.krec"))
+    assert result.returncode == 0
+    assert b"OVER_TIME" in result.stdout and b"1 warning" in result.stdout
+
+
+def test_progress_bar_can_be_forced_on_without_breaking_output() -> None:
+    result = run("validate", "--progress", str(CLASSIC))
+    assert result.returncode == 0
+    assert b"2 valid" in result.stdout
+
+
+def test_show_lays_out_tricks_winners_and_scores() -> None:
+    result = run("show", str(CLASSIC), "--deal", "2", "--hands")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.decode()
+    assert "Deal 2" in out and "Deal 3" not in out
+    assert "declarer" in out and "running" in out
+    assert any(symbol in out for symbol in "♣♦♥♠")
+
+
+def test_show_picks_a_match_by_id_and_reports_a_missing_one() -> None:
+    assert b"Match classic-1" in run("show", str(CLASSIC), "--match", "classic-1").stdout
+    missing = run("show", str(CLASSIC), "--match", "nope")
+    assert missing.returncode == 2
+    assert b"no match 'nope'" in missing.stderr
+
+
+def test_show_an_abandoned_and_a_revoked_match() -> None:
+    out = run("show", str(SAMPLES / "valid" / "abandoned.krec")).stdout.decode()
+    assert "abandoned" in out
+    out = run("show", str(SAMPLES / "valid" / "revoke-penalized.krec")).stdout.decode()
+    assert "revoke" in out
+
+
+@pytest.mark.parametrize("sample", ALL_RECORD_SAMPLES, ids=lambda p: str(p.relative_to(SAMPLES)))
+def test_convert_round_trips_every_sample_without_loss(sample: Path, tmp_path: Path) -> None:
+    middle = tmp_path / ("middle.jsonl" if sample.suffix == ".krec" else "middle.krec")
+    back = tmp_path / f"back{sample.suffix}"
+    assert run("convert", str(sample), str(middle)).returncode == 0
+    assert run("convert", str(middle), str(back)).returncode == 0
+    assert back.read_bytes() == sample.read_bytes()
+
+
+def test_convert_keeps_unknown_fields_from_newer_writers(tmp_path: Path) -> None:
+    from kingrec.container import KrecWriter
+    from kingrec.v1 import record_pb2 as pb
+
+    match = pb.Match(match_id="future", format_version=1)
+    match.MergeFromString(b"\xf8\x06\x2a")  # field 111, varint 42: unknown to this schema
+    src = tmp_path / "future.krec"
+    with KrecWriter.open(src) as writer:
+        writer.write_match(match)
+    assert run("convert", str(src), str(tmp_path / "f.jsonl")).returncode == 0
+    assert run("convert", str(tmp_path / "f.jsonl"), str(tmp_path / "g.krec")).returncode == 0
+    assert (tmp_path / "g.krec").read_bytes() == src.read_bytes()
+
+
+def test_convert_refuses_a_damaged_file_and_writes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "out.jsonl"
+    result = run("convert", str(SAMPLES / "damaged" / "flipped-byte.krec"), str(target))
+    assert result.returncode == 2
+    assert b"--skip-damaged" in result.stderr
+    assert os.listdir(tmp_path) == []
+    result = run("convert", "--skip-damaged", str(SAMPLES / "damaged" / "flipped-byte.krec"),
+                 str(target))  # fmt: skip
+    assert result.returncode == 2
+    assert len(target.read_text().splitlines()) == 2
+
+
+def test_convert_to_standard_output() -> None:
+    result = run("convert", str(CLASSIC), "-")
+    assert result.returncode == 0
+    assert [json.loads(line)["match_id"] for line in result.stdout.splitlines()] == [
+        "classic-0", "classic-1"]  # fmt: skip
+
+
+def test_python_dash_m_kingrec_works() -> None:
+    result = subprocess.run([sys.executable, "-m", "kingrec", "--version"], capture_output=True,
+                            check=False)  # fmt: skip
+    assert result.returncode == 0
+    assert b"kingrec" in result.stdout
