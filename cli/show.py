@@ -106,11 +106,13 @@ def show(
     console.print("  players: " + ", ".join(escape(n) for n in names))
     for view in replay_match(match, rules):
         if deal_number is None or view.number == deal_number:
-            _print_deal(console, view, names, hands)
+            _print_deal(
+                console, view, names, hands, rules.unit_score(view.contract) if view.playable else 0
+            )
     _print_totals(console, match, names)
 
 
-def _print_deal(console: Console, view: DealView, names: list[str], hands: bool) -> None:
+def _print_deal(console: Console, view: DealView, names: list[str], hands: bool, unit: int) -> None:
     title = f"Deal {view.number} — {_label(view.contract)}"
     if view.trump >= 0:
         title += f" ({SUIT_SYMBOLS[view.trump]} trumps)"
@@ -139,7 +141,7 @@ def _print_deal(console: Console, view: DealView, names: list[str], hands: bool)
             escape(names[trick.leader]),
             played,
             escape(names[trick.winner]),
-            f"×{trick.units}" if trick.units else "",
+            f"{trick.units * unit:+d}" if trick.units else "",
         )
     console.print(table)
     if view.end in _END:

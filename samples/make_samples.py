@@ -15,6 +15,7 @@ import argparse
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from kingrec import jsonl
 from kingrec.cards import parse_card
@@ -180,14 +181,14 @@ def _bad_deck(deal: pb.Deal) -> bool:
 
 
 def _drop_trump(deal: pb.Deal) -> bool:
-    if deal.contract != Contract.KOZ:
+    if int(deal.contract) != Contract.KOZ:
         return False
     deal.trump = pb.SUIT_UNSPECIFIED
     return True
 
 
 def _stray_trump(deal: pb.Deal) -> bool:
-    if deal.contract == Contract.KOZ:
+    if int(deal.contract) == Contract.KOZ:
         return False
     deal.trump = pb.SUIT_SPADES
     return True
@@ -252,7 +253,7 @@ def _renumber(deal: pb.Deal) -> bool:
 
 
 def _bad_contract(deal: pb.Deal) -> bool:
-    if deal.contract == Contract.KOZ:
+    if int(deal.contract) == Contract.KOZ:
         return False
     deal.contract = 9  # type: ignore[assignment]
     return True
@@ -292,8 +293,7 @@ def _other_first_card(match: pb.Match) -> Iterator[pb.Match]:
 def _two_bad_cards(match: pb.Match) -> Iterator[pb.Match]:
     """Two illegal plays in different deals: both must be reported."""
     first = next(m for m in swaps({Contract.KIZ})(match) if codes(m) == ["MUST_FOLLOW_SUIT"])
-    for m in swaps({Contract.KUPA})(first):
-        yield m
+    yield from swaps({Contract.KUPA})(first)
 
 
 CLASSIC = preset("classic")
@@ -391,7 +391,7 @@ INVALID: list[tuple[str, Ruleset, int, Mutation, list[str], str]] = [
      "a play byte of 60"),
 ]  # fmt: skip
 
-VALID: list[tuple[str, Ruleset, dict[str, int]]] = [
+VALID: list[tuple[str, Ruleset, dict[str, Any]]] = [
     *[(name, rules, {}) for name, rules in (
         ("classic", CLASSIC), ("short", preset("short")), ("rotation", preset("rotation")),
         ("plain", preset("plain")), ("kahvehane", preset("kahvehane")),
@@ -431,8 +431,8 @@ def main(out: Path) -> None:
                    for k in range(2 if not options else 1)]  # fmt: skip
         assert all(codes(m) == [] for m in matches), name
         write(out / "valid" / f"{name}.krec", matches)
-        manifest.append({"file": f"valid/{name}.krec", "exit": 0, "codes": [],
-                         "matches": len(matches), "description": f"{name}: played by the bots"})  # fmt: skip
+        entry = {"file": f"valid/{name}.krec", "exit": 0, "codes": [], "matches": len(matches)}
+        manifest.append({**entry, "description": f"{name}: played by the bots"})
     classic = simulate_match(CLASSIC, 1000, match_id="classic-json")
     with open(out / "valid" / "classic.jsonl", "w", encoding="utf-8") as f:
         jsonl.write_jsonl(f, [classic])
@@ -447,8 +447,8 @@ def main(out: Path) -> None:
             "STATUS_MISSING",
             "FORMAT_VERSION",
         }
-        manifest.append({"file": f"invalid/{name}.krec", "exit": 0 if warning_only else 1,
-                         "codes": sorted(want), "matches": 1, "description": description})  # fmt: skip
+        entry = {"file": f"invalid/{name}.krec", "exit": 0 if warning_only else 1}
+        manifest.append({**entry, "codes": sorted(want), "matches": 1, "description": description})
     manifest += damaged(out / "damaged")
     (out / "manifest.json").write_text(json.dumps({"samples": manifest}, indent=1) + "\n")
 
@@ -479,8 +479,8 @@ def damaged(folder: Path) -> list[dict[str, object]]:
     lines = [jsonl.dumps_match(frames[0]), '{"match_id": "x", "deals": [{"plays": ["ZZ"]}]}',
              jsonl.dumps_match(frames[1])]  # fmt: skip
     bad_json.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    out.append({"file": "damaged/bad-line.jsonl", "exit": 2, "codes": ["JSON_INVALID"],
-                "description": "line 2 names a card that does not exist; lines 1 and 3 read"})  # fmt: skip
+    entry = {"file": "damaged/bad-line.jsonl", "exit": 2, "codes": ["JSON_INVALID"]}
+    out.append({**entry, "description": "line 2 names a card that does not exist; 1 and 3 read"})
     return out
 
 

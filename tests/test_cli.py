@@ -31,7 +31,7 @@ def _commands(group: click.Group) -> list[str]:
     return sorted(group.commands)
 
 
-@pytest.mark.parametrize("command", [[], *[[c] for c in _commands(main)]], ids=str)  # type: ignore[arg-type]
+@pytest.mark.parametrize("command", [[], *[[c] for c in _commands(main)]], ids=str)
 def test_every_command_has_help(command: list[str]) -> None:
     result = CliRunner().invoke(main, [*command, "--help"])
     assert result.exit_code == 0

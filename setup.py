@@ -1,0 +1,16 @@
+"""Build the compiled engine twin; all project metadata lives in pyproject.toml."""
+
+import sys
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+# MSVC spells its optimisation flag differently; everywhere else -O2.
+_OPT = ["/O2"] if sys.platform == "win32" else ["-O2"]
+
+setup(
+    ext_modules=cythonize(
+        [Extension("kingrec._engine_c", ["kingrec/_engine_c.pyx"], extra_compile_args=_OPT)],
+        compiler_directives={"language_level": 3},
+    )
+)
