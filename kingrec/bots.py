@@ -205,9 +205,13 @@ def choose_contract(
 # -- card play ------------------------------------------------------------------------
 
 
-def choose_play(state: DealPlay, rng: random.Random) -> int:
-    """A legal card for the seat to play in ``state``."""
-    legal = state.legal_plays()
+def choose_play(state: DealPlay, rng: random.Random, legal: int | None = None) -> int:
+    """A legal card for the seat to play in ``state``.
+
+    ``legal`` may pass ``state.legal_plays()`` when the caller already has it.
+    """
+    if legal is None:
+        legal = state.legal_plays()
     if not legal:
         raise ValueError("the deal is over" if state.over else "no legal card")
     if not legal & (legal - 1):

@@ -423,7 +423,11 @@ def _resync(stream: _Stream) -> bool:
             continue
         stream.skip(j)
         if stream.fill(FRAME_HEADER_SIZE) < FRAME_HEADER_SIZE:
-            return True  # a marker right before EOF: the main loop reports it as truncated
+            # Marker bytes too close to the end to carry a header: without a header
+            # checksum they are as likely payload bytes as a cut frame, so they join the
+            # damaged stretch rather than count as a second, truncated frame.
+            stream.skip(stream.available())
+            return False
         if _header_problem(stream.peek(FRAME_HEADER_SIZE)) is None:
             return True
         stream.skip(1)

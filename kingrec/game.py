@@ -28,6 +28,8 @@ class DealPlay:
     ) -> None:
         if len(hands) != 52 or mask_of(hands) != (1 << 52) - 1:
             raise ValueError("hands must be 52 bytes that partition the deck")
+        if contract == Contract.KOZ and not 0 <= trump <= 3:
+            raise ValueError("a koz deal needs a trump suit (0..3)")
         self.rules = rules
         self.contract = contract
         self.trump = trump if contract == Contract.KOZ else -1

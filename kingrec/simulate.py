@@ -211,7 +211,7 @@ def _play_deal(
                     scores,
                     revoke_play=index,
                 )
-        card = choose_play(state, rng)
+        card = choose_play(state, rng, legal)
         if clock.enabled:
             ms, was_auto = clock.play(legal.bit_count())
             think.append(ms)

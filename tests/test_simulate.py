@@ -7,7 +7,7 @@ import random
 from collections.abc import Callable, Sequence
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from kingrec.bots import choose_contract, choose_play, choose_trump
@@ -75,7 +75,7 @@ def test_presets_simulate_clean(name: str, seed: int) -> None:
         assert len(deal.think_ms) == len(deal.plays)
         assert all(ms <= rules.play_timeout_ms for ms in deal.think_ms)
         assert deal.end in (pb.DEAL_END_ALL_TRICKS, pb.DEAL_END_EARLY)
-        assert (deal.trump != pb.SUIT_UNSPECIFIED) == (deal.contract == Contract.KOZ)
+        assert (deal.trump != pb.SUIT_UNSPECIFIED) == (deal.contract == pb.CONTRACT_KOZ)
         assert deal.dealer == deal.declarer  # classic etc. leave the dealer unchecked
     totals = [sum(d.claimed_scores[s] for d in match.deals) for s in range(4)]
     assert list(match.claimed_totals) == totals
@@ -354,7 +354,7 @@ def _expected_choices(
     out = []
     for c in Contract:
         koz, pen = [0] * 4, [0] * 4
-        per = dict.fromkeys(PENALTY_CONTRACTS, 0)
+        per: dict[int, int] = dict.fromkeys(PENALTY_CONTRACTS, 0)
         for s, x in [*history, (seat, c)]:
             if x == Contract.KOZ:
                 koz[s] += 1
@@ -370,9 +370,15 @@ def _expected_choices(
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
+@example(
+    deal_count=8, koz_quota=1, penalty_quota=2, max_per_penalty=1, penalty_only_deals=0, first=0
+)
+@example(
+    deal_count=9, koz_quota=2, penalty_quota=2, max_per_penalty=1, penalty_only_deals=3, first=2
+)
 @given(
-    deal_count=st.integers(4, 8),
+    deal_count=st.integers(4, 9),
     koz_quota=st.integers(0, 2),
     penalty_quota=st.integers(0, 2),
     max_per_penalty=st.integers(0, 2),
@@ -403,7 +409,15 @@ def test_quota_schedule_offers_exactly_the_completable_choices(
     while stack:
         history = stack.pop()
         number = len(history) + 1
-        key = (number, *sorted((s, c) for s, c in history for _ in [0]))  # type: ignore[misc]
+        koz, pen = [0] * 4, [0] * 4
+        per: dict[int, int] = dict.fromkeys(PENALTY_CONTRACTS, 0)
+        for s, c in history:
+            if c == Contract.KOZ:
+                koz[s] += 1
+            else:
+                pen[s] += 1
+                per[Contract(c)] += 1
+        key = (number, *koz, *pen, *per.values())
         if number > deal_count or key in seen:
             continue
         seen.add(key)
@@ -467,7 +481,7 @@ def test_choose_trump_longest_then_strongest() -> None:
 def test_koz_declarers_name_their_longest_suit() -> None:
     for match in simulate_matches(preset("classic"), 3, seed=5, think_times=False):
         for deal in match.deals:
-            if deal.contract != Contract.KOZ:
+            if deal.contract != pb.CONTRACT_KOZ:
                 continue
             hand = deal.hands[13 * deal.declarer : 13 * deal.declarer + 13]
             lengths = [sum(1 for c in hand if c // 13 == s) for s in range(4)]
@@ -592,3 +606,8 @@ def test_bots_play_whole_deals_legally() -> None:
                 card = choose_play(state, rng)
                 assert state.legal_plays() >> card & 1
                 state.push(card)
+
+
+def test_a_koz_deal_without_trumps_cannot_be_played() -> None:
+    with pytest.raises(ValueError, match="trump suit"):
+        DealPlay(preset("classic"), bytes(range(52)), 0, Contract.KOZ)
