@@ -1,4 +1,4 @@
-"""Build the compiled engine twin; all project metadata lives in pyproject.toml."""
+"""Build the compiled twins; all project metadata lives in pyproject.toml."""
 
 import sys
 
@@ -10,7 +10,18 @@ _OPT = ["/O2"] if sys.platform == "win32" else ["-O2"]
 
 setup(
     ext_modules=cythonize(
-        [Extension("kingrec._engine_c", ["kingrec/_engine_c.pyx"], extra_compile_args=_OPT)],
+        [
+            Extension("kingrec._engine_c", ["kingrec/_engine_c.pyx"], extra_compile_args=_OPT),
+            # The simulator twin must round floats exactly as Python does: no fused a*b+c.
+            Extension(
+                "kingrec._sim_c",
+                ["kingrec/_sim_c.pyx"],
+                extra_compile_args=[
+                    *_OPT,
+                    *([] if sys.platform == "win32" else ["-ffp-contract=off"]),
+                ],
+            ),
+        ],
         compiler_directives={"language_level": 3},
     )
 )

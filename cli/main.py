@@ -1,4 +1,4 @@
-"""``kingrec``: validate, show and convert King match records."""
+"""``kingrec``: validate, show, convert and simulate King match records."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from kingrec import __version__
 
 from .convert import convert
 from .show import show
+from .simulate import simulate
 from .validate import validate
 
 __all__ = ["main"]
@@ -26,3 +27,4 @@ def main() -> None:
 main.add_command(validate)
 main.add_command(show)
 main.add_command(convert)
+main.add_command(simulate)

@@ -70,6 +70,7 @@ cdef enum:
     SON_IKI = 7
 
 cdef uint64_t SUIT[4]
+cdef uchar SUIT_OF[64]  # card // 13 by table: the core divides by 13 on every card
 cdef uint64_t PENALTY[8]
 cdef uint64_t HEARTS_MASK
 cdef uint64_t ALL_CARDS = (<uint64_t>1 << 52) - 1
@@ -85,6 +86,8 @@ def _init_tables():
     global HEARTS_MASK
     for s in range(4):
         SUIT[s] = SUIT_MASKS[s]
+    for c in range(64):
+        SUIT_OF[c] = c // 13
     PENALTY[0] = 0
     for c in range(1, 8):
         PENALTY[c] = PENALTY_MASKS[c]
@@ -121,17 +124,17 @@ _init_tables()
 # Straight ports of _engine_py; read that file for the rules, this one for the speed.
 
 cdef inline uint64_t _above(int card) noexcept nogil:
-    return SUIT[card // 13] & ~((<uint64_t>2 << card) - 1)
+    return SUIT[SUIT_OF[card]] & ~((<uint64_t>2 << card) - 1)
 
 
 cdef inline uint64_t _below(int card) noexcept nogil:
-    return SUIT[card // 13] & ((<uint64_t>1 << card) - 1)
+    return SUIT[SUIT_OF[card]] & ((<uint64_t>1 << card) - 1)
 
 
 cdef inline int _highest_of_suit(const int* trick, int n, int suit) noexcept nogil:
     cdef int best = -1, i
     for i in range(n):
-        if trick[i] // 13 == suit and trick[i] > best:
+        if SUIT_OF[trick[i]] == suit and trick[i] > best:
             best = trick[i]
     return best
 
@@ -145,7 +148,7 @@ cdef inline void _keep(uint64_t subset, int reason, uint64_t bit,
         cands[0] = subset
 
 
-cdef int _judge(uint64_t hand, const int* trick, int n, int card, int contract, int trump,
+cdef inline int _judge(uint64_t hand, const int* trick, int n, int card, int contract, int trump,
                 long flags, uint64_t played, uint64_t* legal) noexcept nogil:
     """judge_play on C values: card 0..63, trick cards 0..51, trump 0..3 in koz."""
     cdef uint64_t bit = <uint64_t>1 << card
@@ -160,7 +163,7 @@ cdef int _judge(uint64_t hand, const int* trick, int n, int card, int contract, 
             _keep(cands & ~HEARTS_MASK, HEART_LEAD_BANNED, bit, &cands, &code)
         legal[0] = cands
         return code
-    led = trick[0] // 13
+    led = SUIT_OF[trick[0]]
     following = cands & SUIT[led]
     if following:
         _keep(following, MUST_FOLLOW_SUIT, bit, &cands, &code)
@@ -189,10 +192,10 @@ cdef int _judge(uint64_t hand, const int* trick, int n, int card, int contract, 
 cdef inline int _winner(const int* trick, int n, int trump) noexcept nogil:
     cdef int best = 0, i
     for i in range(1, n):
-        if trick[i] // 13 == trick[best] // 13:
+        if SUIT_OF[trick[i]] == SUIT_OF[trick[best]]:
             if trick[i] > trick[best]:
                 best = i
-        elif trick[i] // 13 == trump:
+        elif SUIT_OF[trick[i]] == trump:
             best = i
     return best
 
@@ -207,6 +210,15 @@ cdef inline int _units(const int* trick, int n, int trick_index, int contract) n
         if PENALTY[contract] >> trick[i] & 1:
             count += 1
     return count
+
+
+cdef inline void _hold(const uchar* hands, uint64_t* held) noexcept nogil:
+    """The four hands as masks: seat s holds hands[13s:13s+13] (bytes < 64)."""
+    cdef int s, j
+    for s in range(4):
+        held[s] = 0
+        for j in range(13):
+            held[s] |= <uint64_t>1 << hands[13 * s + j]
 
 
 cdef struct Viol:
@@ -241,15 +253,13 @@ cdef void _replay(const uchar* hands, const uchar* plays, Py_ssize_t nplays, int
     cdef int trick[4]
     cdef int n = 0, leader = declarer, seat, card, code, w, i
     cdef Py_ssize_t index
-    held[0] = held[1] = held[2] = held[3] = 0
-    for i in range(52):
-        held[i // 13] |= <uint64_t>1 << hands[i]
+    _hold(hands, held)
     out.units[0] = out.units[1] = out.units[2] = out.units[3] = 0
     out.ntricks = 0
     out.nviol = 0
     out.revoker = -1
     for index in range(nplays):
-        seat = (leader + n) % 4
+        seat = (leader + n) & 3
         card = plays[index]
         if card >= 52:
             viols[out.nviol] = Viol(<int>index, seat, card, NOT_A_CARD, 0)
@@ -276,7 +286,7 @@ cdef void _replay(const uchar* hands, const uchar* plays, Py_ssize_t nplays, int
         n += 1
         if n < 4:
             continue
-        w = (leader + _winner(trick, 4, trump)) % 4
+        w = (leader + _winner(trick, 4, trump)) & 3
         out.units[w] += _units(trick, 4, out.ntricks, contract)
         out.winners[out.ntricks] = <uchar>w
         out.ntricks += 1
@@ -445,18 +455,14 @@ cdef enum:
     I32_MAX = 0x7FFFFFFF
 
 
-cdef inline bint _varint(const uchar** pp, const uchar* end, uint64_t* out) noexcept nogil:
+cdef bint _varint_long(const uchar** pp, const uchar* end, uint64_t* out) noexcept nogil:
     cdef const uchar* p = pp[0]
     cdef uint64_t v = 0
     cdef int shift = 0
     cdef uchar b
-    if p < end and p[0] < 0x80:  # most varints here are one byte
-        out[0] = p[0]
-        pp[0] = p + 1
-        return True
     while True:
         if p >= end or shift > 63:
-            return False
+            return False  # runs past the end, or past ten bytes
         b = p[0]
         p += 1
         v |= <uint64_t>(b & 0x7F) << shift
@@ -466,6 +472,15 @@ cdef inline bint _varint(const uchar** pp, const uchar* end, uint64_t* out) noex
     pp[0] = p
     out[0] = v
     return True
+
+
+cdef inline bint _varint(const uchar** pp, const uchar* end, uint64_t* out) noexcept nogil:
+    # In line for the one-byte varints most tags and values are.
+    if pp[0] < end and pp[0][0] < 0x80:
+        out[0] = pp[0][0]
+        pp[0] += 1
+        return True
+    return _varint_long(pp, end, out)
 
 
 cdef inline bint _tag(const uchar** pp, const uchar* end, uint64_t* field,
@@ -617,18 +632,6 @@ cdef bint _walk_metadata(const uchar* p, const uchar* end) noexcept nogil:
     return True
 
 
-cdef bint _packed_count(const uchar* p, const uchar* end, Py_ssize_t* count) noexcept nogil:
-    """Count the uint32 varints of a packed field, checking each one."""
-    cdef uint64_t v
-    cdef Py_ssize_t n = 0
-    while p < end:
-        if not _varint(&p, end, &v) or v > U32_MAX:
-            return False
-        n += 1
-    count[0] = n
-    return True
-
-
 cdef bint _packed_sint32(const uchar* p, const uchar* end, int64_t* out,
                          int* count) noexcept nogil:
     """Decode a packed sint32 field into ``out`` (room for 4); more than 4 values fail."""
@@ -679,6 +682,7 @@ cdef class _RulesParams:
         cdef int c
         if len(ints) != N_PARAMS:
             raise ValueError("ruleset parameters of the wrong length")
+        self.r.flags[0] = self.r.unit[0] = self.r.full_total[0] = 0  # contract 0 is no contract
         for c in range(1, 8):
             self.r.flags[c] = ints[c - 1]
             self.r.unit[c] = ints[6 + c]
@@ -938,17 +942,25 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const Rules* r, Tally* t
                 return False
             auto_mask |= <uint64_t>1 << v
     if d.think != NULL:
-        if not _packed_count(d.think, d.think + d.think_len, &nthink):
-            return False
+        # One pass: a count other than 0 or one per play fails below, so judging the
+        # clock on the way is only ever done when the validator would do it too.
+        q = d.think
+        while q < d.think + d.think_len:
+            if q[0] < 0x80:  # think times are one or two bytes: decode those in line
+                v = q[0]
+                q += 1
+            elif q + 1 < d.think + d.think_len and q[1] < 0x80:
+                v = (q[0] & 0x7F) | (<uint64_t>q[1] << 7)
+                q += 2
+            elif not _varint_long(&q, d.think + d.think_len, &v):
+                return False
+            if v > U32_MAX or nthink >= 52:
+                return False
+            if <int64_t>v > r.play_timeout and not auto_mask >> nthink & 1:
+                return False
+            nthink += 1
         if nthink and nthink != d.nplays:
             return False
-        q = d.think
-        i = 0
-        while q < d.think + d.think_len:
-            _varint(&q, d.think + d.think_len, &v)
-            if <int64_t>v > r.play_timeout and not auto_mask >> i & 1:
-                return False
-            i += 1
     if d.has_revoke and (not r.penalize or d.revoke_play >= <uint64_t>d.nplays):
         return False
     if d.has_trump_think and <int64_t>d.trump_think > r.trump_timeout:
@@ -1017,11 +1029,15 @@ cdef bint _check_deals(const uchar* p, const uchar* end, const Rules* r,
     t.whole = True
     t.first = -1
     while p < end:
-        _tag(&p, end, &field, &wt)  # the first pass checked the structure
+        # The first pass checked the structure; these checks only keep the C compiler sure.
+        if not _tag(&p, end, &field, &wt):
+            return False
         if field != 8:
-            _skip(&p, end, wt)
+            if not _skip(&p, end, wt):
+                return False
             continue
-        _len(&p, end, &s, &n)
+        if not _len(&p, end, &s, &n):
+            return False
         number += 1
         if not _check_deal(s, s + n, r, &t, number, number == top.deals, complete):
             return False

@@ -58,22 +58,30 @@ class DealPlay:
         )
         return legal
 
-    def push(self, card: int) -> int | None:
-        """Play ``card`` for the seat to play; returns the trick's winner when it completes."""
-        if self.over:
+    def push(self, card: int, legal: int | None = None) -> int | None:
+        """Play ``card`` for the seat to play; returns the trick's winner when it completes.
+
+        ``legal`` may pass ``legal_plays()`` of this very state when the caller already has
+        it, which saves asking the engine again.
+        """
+        if self.end:
             raise IllegalPlayError("the deal is over")
-        if not self.legal_plays() >> card & 1:
-            raise IllegalPlayError(f"seat {self.to_play} may not play {card_symbol(card)} now")
-        self.held[self.to_play] &= ~(1 << card)
-        self.trick.append(card)
+        trick = self.trick
+        seat = (self.leader + len(trick)) % 4
+        if legal is None:
+            legal = self.legal_plays()
+        if not legal >> card & 1:
+            raise IllegalPlayError(f"seat {seat} may not play {card_symbol(card)} now")
+        self.held[seat] &= ~(1 << card)
+        trick.append(card)
         self.plays.append(card)
-        if len(self.trick) < 4:
+        if len(trick) < 4:
             return None
-        winner: int = (self.leader + engine.trick_winner(self.trick, self.trump)) % 4
-        self.units[winner] += engine.trick_units(self.trick, len(self.winners), self.contract)
+        winner: int = (self.leader + engine.trick_winner(trick, self.trump)) % 4
+        self.units[winner] += engine.trick_units(trick, len(self.winners), self.contract)
         self.winners.append(winner)
-        self.played |= mask_of(self.trick)
-        self.trick.clear()
+        self.played |= (1 << trick[0]) | (1 << trick[1]) | (1 << trick[2]) | (1 << trick[3])
+        trick.clear()
         self.leader = winner
         if len(self.winners) == 13:
             self.end = END_ALL_TRICKS

@@ -79,8 +79,11 @@ def dumps_match(m: pb.Match) -> str:
     """One match as one line of JSON, without the newline."""
     text = json.dumps(match_to_dict(m), ensure_ascii=False, separators=(",", ":"))
     # ensure_ascii=False leaves these raw, yet str.splitlines() (and older JavaScript)
-    # treat them as line breaks; escaped they stay inside their line.
-    return text.translate(_LINE_BREAK_ESCAPES)
+    # treat them as line breaks; escaped they stay inside their line. (Looking first is
+    # much faster than translate() on the usual line that holds none.)
+    if "\x85" in text or "\u2028" in text or "\u2029" in text:
+        text = text.translate(_LINE_BREAK_ESCAPES)
+    return text
 
 
 def write_jsonl(stream: TextIO, matches: Iterable[pb.Match]) -> int:
@@ -95,32 +98,74 @@ def write_jsonl(stream: TextIO, matches: Iterable[pb.Match]) -> int:
 _LINE_BREAK_ESCAPES = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
+# Scalar types whose JSON form differs from the Python value (see _scalar_to_json).
+_CONVERTED_SCALARS = frozenset({FieldDescriptor.TYPE_ENUM, FieldDescriptor.TYPE_BYTES})
+
+# How each field of a message type is written, worked out once per type: descriptor
+# look-ups cost more than the writing itself.
+_MAP, _MESSAGES, _CONVERTED_LIST, _PLAIN_LIST, _SPECIAL, _MESSAGE, _SCALAR = range(7)
+_Plan = tuple[tuple[FieldDescriptor, str, int, bool, Any, Any], ...]
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(descriptor: Descriptor) -> _Plan:
+    """Per field: (field, name, how, has_presence, default value, helper)."""
+    plan = _PLANS.get(descriptor.full_name)
+    if plan is not None:
+        return plan
+    steps = []
+    for field in descriptor.fields:
+        helper: Any = None
+        if field.is_repeated:
+            if _is_map(field):
+                how = _MAP
+                helper = _message_type(field).fields_by_name["value"]
+            elif field.type == FieldDescriptor.TYPE_MESSAGE:
+                how = _MESSAGES
+            elif field.type in _CONVERTED_SCALARS:
+                how = _CONVERTED_LIST
+            else:  # numbers and strings are already JSON values
+                how = _PLAIN_LIST
+            steps.append((field, field.name, how, False, None, helper))
+            continue
+        helper = _SPECIAL_WRITERS.get(field.full_name)
+        if helper is not None:
+            how = _SPECIAL
+        elif field.type == FieldDescriptor.TYPE_MESSAGE:
+            how = _MESSAGE
+        else:
+            how = _SCALAR
+        default = None if field.has_presence else field.default_value
+        steps.append((field, field.name, how, field.has_presence, default, helper))
+    plan = _PLANS[descriptor.full_name] = tuple(steps)
+    return plan
+
+
 def _message_to_dict(msg: Message) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for field in _descriptor(msg).fields:
-        name = field.name
+    for field, name, how, has_presence, default, helper in _plan(_descriptor(msg)):
         value = getattr(msg, name)
-        if field.is_repeated:
+        if how <= _PLAIN_LIST:  # repeated
             if not value:
                 continue
-            if _is_map(field):
-                value_field = _message_type(field).fields_by_name["value"]
-                out[name] = {str(k): _scalar_to_json(value_field, value[k]) for k in sorted(value)}
-            elif field.type == FieldDescriptor.TYPE_MESSAGE:
+            if how == _MAP:
+                out[name] = {str(k): _scalar_to_json(helper, value[k]) for k in sorted(value)}
+            elif how == _MESSAGES:
                 out[name] = [_submessage_to_json(v) for v in value]
-            else:
+            elif how == _CONVERTED_LIST:
                 out[name] = [_scalar_to_json(field, v) for v in value]
+            else:
+                out[name] = list(value)
             continue
-        if field.has_presence:
+        if has_presence:
             if not msg.HasField(name):
                 continue
-        elif value == field.default_value:
+        elif value == default:
             continue
-        special = _SPECIAL_WRITERS.get(field.full_name)
-        if special is not None:
-            key, json_value = special(value)  # the key may be e.g. "hands_raw"
+        if how == _SPECIAL:
+            key, json_value = helper(value)  # the key may be e.g. "hands_raw"
             out[key] = json_value
-        elif field.type == FieldDescriptor.TYPE_MESSAGE:
+        elif how == _MESSAGE:
             out[name] = _submessage_to_json(value)
         else:
             out[name] = _scalar_to_json(field, value)
@@ -167,12 +212,15 @@ def _enum_to_json(enum: EnumDescriptor, number: int) -> str | int:
 
 
 def _cards_or_raw(data: bytes, key: str, group: int | None) -> tuple[str, Any]:
-    if data and all(b < 52 for b in data) and (group is None or len(data) == 4 * group):
-        names = [card_name(b) for b in data]
+    if data and max(data) < 52 and (group is None or len(data) == 4 * group):
+        names = [_CARD_NAMES[b] for b in data]
         if group is None:
             return key, names
         return key, [names[i : i + group] for i in range(0, len(names), group)]
     return key + "_raw", data.hex()
+
+
+_CARD_NAMES = tuple(card_name(c) for c in range(52))
 
 
 def _write_hands(value: Any) -> tuple[str, Any]:

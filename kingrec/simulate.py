@@ -6,29 +6,53 @@ without a single finding. The same ruleset and seed always give the same bytes.
 ``allowed_contracts`` is the schedule the simulator follows: it agrees with the
 validator's checks and never offers a choice that would make the schedule impossible to
 finish.
+
+The deals of a plain match (no abandon, no revoke) are played by the compiled twin
+``_sim_c`` when it is built: the same bots, schedule and random streams in C, giving
+byte-identical matches. ``KINGREC_PURE_PYTHON=1`` forces this pure-Python reference.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 from . import __version__
 from ._engine_types import END_ALL_TRICKS, END_EARLY
 from .bots import choose_contract, choose_play, choose_trump
 from .cards import SUIT_MASKS, mask_of
-from .contracts import PENALTY_CONTRACTS, Contract
+from .contracts import PENALTY_CONTRACTS, PENALTY_MASKS, Contract
 from .game import DealPlay
 from .rules import DealerRule, FirstDeclarerRule, RevokeRule, Ruleset, Schedule
 from .v1 import record_pb2 as pb
 
-__all__ = ["allowed_contracts", "derive_seed", "simulate_match", "simulate_matches"]
+__all__ = ["TWIN", "allowed_contracts", "derive_seed", "simulate_match", "simulate_matches"]
 
 _PLAYER_NAMES = ("Ayşe", "Mehmet", "Zeynep", "Emre")
 _EPOCH = 1_577_836_800  # 2020-01-01T00:00:00Z
 _END_CODES = {END_ALL_TRICKS: pb.DEAL_END_ALL_TRICKS, END_EARLY: pb.DEAL_END_EARLY}
+
+
+def _load_twin(pure: bool) -> ModuleType | None:
+    """The compiled deal loop (``_sim_c``) unless ``pure`` or it is not built."""
+    if pure:
+        return None
+    try:
+        from . import _sim_c  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _sim_c  # type: ignore[no-any-return]
+
+
+# Like the engine, ``KINGREC_PURE_PYTHON=1`` forces the pure-Python reference. Both twins
+# give byte-identical matches; ``TWIN`` says which one plays the deals.
+_twin = _load_twin(os.environ.get("KINGREC_PURE_PYTHON", "") not in ("", "0"))
+TWIN = "python" if _twin is None else "cython"
 
 
 # -- the schedule ---------------------------------------------------------------------
@@ -217,7 +241,7 @@ def _play_deal(
             think.append(ms)
             if was_auto:
                 auto.append(len(state.plays))
-        if state.push(card) is not None:
+        if state.push(card, legal) is not None:
             snapshots.append(list(state.units))
     if revoke_from >= 0:
         return None
@@ -279,6 +303,72 @@ def _deal(
     raise RuntimeError(f"found no moment to revoke in deal {number}")  # pragma: no cover
 
 
+@functools.lru_cache(maxsize=32)
+def _twin_params(rules: Ruleset) -> tuple[object, ...]:
+    """What ``_sim_c.play_match`` needs of ``rules``; lists are indexed by contract number."""
+    contracts = range(8)  # 0 is no contract
+    valid = set(Contract)
+    return (
+        rules.deal_count,
+        rules.first_declarer_card
+        if rules.first_declarer is FirstDeclarerRule.HOLDER_OF_CARD
+        else -1,
+        rules.play_timeout_ms,
+        rules.trump_timeout_ms,
+        [rules.deal_flags(c) if c in valid else 0 for c in contracts],
+        [rules.unit_score(c) if c in valid else 0 for c in contracts],
+        [PENALTY_MASKS.get(c, 0) for c in contracts],
+        _twin_schedule(rules),
+    )
+
+
+def _twin_schedule(rules: Ruleset) -> tuple[object, ...] | None:
+    """The schedule for the compiled ``allowed_contracts`` (None: ask the Python one)."""
+    if len(rules.fixed_order) > 64 or rules.deal_count > 100_000:
+        return None
+    return (
+        int(rules.schedule),
+        rules.koz_quota,
+        rules.penalty_quota,
+        rules.max_per_penalty,
+        rules.penalty_only_deals,
+        [int(c) for c in rules.fixed_order],
+    )
+
+
+def _add_deal(
+    match: pb.Match,
+    rules: Ruleset,
+    number: int,
+    declarer: int,
+    contract: int,
+    trump: int,
+    hands: bytes,
+    result: _DealResult,
+    trump_ms: int,
+) -> None:
+    """Append one played deal to the record (``trump_ms`` -1: no trump think time)."""
+    deal = match.deals.add(
+        number=number,
+        declarer=declarer,
+        contract=contract,
+        hands=hands,
+        plays=result.plays,
+        end=result.end,
+    )
+    before = rules.dealer is DealerRule.SEAT_BEFORE_DECLARER
+    deal.dealer = (declarer + 3) % 4 if before else declarer
+    if contract == Contract.KOZ:
+        deal.trump = trump + 1  # type: ignore[assignment]
+        if trump_ms >= 0:
+            deal.trump_think_ms = trump_ms
+    deal.think_ms.extend(result.think_ms)
+    deal.auto_plays.extend(result.auto_plays)
+    if result.revoke_play >= 0:
+        deal.revoke_play = result.revoke_play
+    deal.claimed_scores.extend(result.scores)
+
+
 def simulate_match(
     rules: Ruleset,
     seed: int,
@@ -320,9 +410,37 @@ def simulate_match(
         match.players.add(id=f"bot-{i}", name=_PLAYER_NAMES[i], seat=i)
     match.ruleset.CopyFrom(rules.to_proto())
 
-    history: list[tuple[int, int]] = []
     totals = [0, 0, 0, 0]
     first = rng.randrange(4)  # by lot; HOLDER_OF_CARD looks at deal 1's hands instead
+    if _twin is not None and abandon_after is None and revoke_in_deal is None:
+        deals = _twin.play_match(
+            _twin_params(rules),
+            rng.getstate(),
+            clock.rng.getstate() if think_times else None,
+            first,
+            functools.partial(allowed_contracts, rules),
+        )
+        for number, (
+            declarer,
+            contract,
+            trump,
+            hands,
+            plays,
+            think,
+            auto,
+            end,
+            scores,
+            trump_ms,
+        ) in enumerate(deals, 1):
+            result = _DealResult(plays, think, auto, _END_CODES[end], scores)
+            _add_deal(match, rules, number, declarer, contract, trump, hands, result, trump_ms)
+            for s in range(4):
+                totals[s] += scores[s]
+        match.status = pb.MATCH_STATUS_COMPLETE
+        match.claimed_totals.extend(totals)
+        return match
+
+    history: list[tuple[int, int]] = []
     last_deal = abandon_after if abandon_after is not None else rules.deal_count
     for number in range(1, last_deal + 1):
         stop = (
@@ -333,26 +451,8 @@ def simulate_match(
         )
         first = (declarer - number + 1) % 4
         history.append((declarer, contract))
-
-        deal = match.deals.add(
-            number=number,
-            declarer=declarer,
-            contract=contract,
-            hands=hands,
-            plays=result.plays,
-            end=result.end,
-        )
-        before = rules.dealer is DealerRule.SEAT_BEFORE_DECLARER
-        deal.dealer = (declarer + 3) % 4 if before else declarer
-        if contract == Contract.KOZ:
-            deal.trump = trump + 1  # type: ignore[assignment]
-            if think_times:
-                deal.trump_think_ms = clock.trump()
-        deal.think_ms.extend(result.think_ms)
-        deal.auto_plays.extend(result.auto_plays)
-        if result.revoke_play >= 0:
-            deal.revoke_play = result.revoke_play
-        deal.claimed_scores.extend(result.scores)
+        trump_ms = clock.trump() if contract == Contract.KOZ and think_times else -1
+        _add_deal(match, rules, number, declarer, contract, trump, hands, result, trump_ms)
         for s in range(4):
             totals[s] += result.scores[s]
 

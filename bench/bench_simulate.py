@@ -1,0 +1,86 @@
+"""How fast matches are simulated: deals per second, in-process and through ``kingrec simulate``.
+
+Run ``python bench/bench_simulate.py`` (``--help`` for the options). It prints
+
+* in-process, one core: ``simulate_match`` + serialization with each simulator twin
+  (the compiled ``_sim_c`` when it is built, and the pure-Python reference);
+* the command ``kingrec simulate`` end to end (process start, writing a .krec file and,
+  separately, JSON Lines), with ``--jobs 1`` and ``--jobs 2``.
+
+The issue's target is 20,000 deals/s per core for ``kingrec simulate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kingrec import simulate
+from kingrec.rules import PRESETS
+from kingrec.simulate import derive_seed, simulate_match
+
+
+def in_process(preset: str, matches: int, twin: str) -> float:
+    """Deals per second of simulating and serializing ``matches`` matches in this process."""
+    saved = simulate._twin
+    if twin == "python":
+        simulate._twin = None
+    try:
+        rules = PRESETS[preset]
+        began = time.perf_counter()
+        deals = 0
+        for i in range(matches):
+            match = simulate_match(rules, derive_seed(0, i))
+            match.SerializeToString()
+            deals += len(match.deals)
+        return deals / (time.perf_counter() - began)
+    finally:
+        simulate._twin = saved
+
+
+def command(preset: str, matches: int, jobs: int, suffix: str) -> tuple[float, float]:
+    """``kingrec simulate`` as a user runs it: (deals/s over the wall clock, its own figure)."""
+    kingrec = Path(sys.executable).parent / "kingrec"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / f"bench{suffix}"
+        args = [str(kingrec), "simulate", "--no-progress", "--preset", preset]
+        args += ["--matches", str(matches), "--jobs", str(jobs), "-o", str(out)]
+        began = time.perf_counter()
+        result = subprocess.run(args, capture_output=True, check=True)
+        wall = time.perf_counter() - began
+    deals = matches * PRESETS[preset].deal_count
+    reported = float(result.stderr.split(b" s, ")[-1].split()[0])
+    return deals / wall, reported
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="classic", choices=sorted(PRESETS))
+    parser.add_argument("--matches", type=int, default=2000, help="matches per measurement")
+    parser.add_argument(
+        "--python-matches", type=int, default=200, help="matches for the pure-Python twin"
+    )
+    args = parser.parse_args()
+    preset, n = args.preset, args.matches
+
+    print(f"preset {preset}, {os.cpu_count()} CPU(s), simulator twin {simulate.TWIN}")
+    if simulate.TWIN == "cython":
+        print(f"in-process, 1 core, compiled twin: {in_process(preset, n, 'cython'):9,.0f} deals/s")
+    rate = in_process(preset, args.python_matches, "python")
+    print(f"in-process, 1 core, pure Python:   {rate:9,.0f} deals/s")
+    for suffix in (".krec", ".jsonl"):
+        for jobs in (1, 2):
+            wall, reported = command(preset, n, jobs, suffix)
+            print(
+                f"kingrec simulate -o *{suffix:6} --jobs {jobs}: {reported:9,.0f} deals/s "
+                f"(command's own figure), {wall:9,.0f} deals/s including process start"
+            )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+"""Validation throughput: the two engine twins, the fast path, and ``kingrec validate``.
+
+    python bench/bench_validate.py --matches 100000
+
+Simulates a classic .krec file once (cached under bench/out/, reused by later runs), then in
+one run measures, over every deal of the file:
+
+* the pure-Python twin: ``kingrec._engine_py.replay_deal`` (deals/s, replay calls only);
+* the Cython twin: ``kingrec._engine_c.replay_deal`` on the same arguments;
+* the fast path: ``kingrec.fastcheck.check_payloads`` on the frames' bytes, batch by batch;
+* ``kingrec validate FILE`` end to end as a subprocess: wall time, deals/s and peak RSS,
+  also on a file a tenth the size, to show memory does not grow with the file.
+
+Targets on a 2-core machine, one core: the fast path >= 1,000,000 deals/s; ``kingrec
+validate`` >= 500,000 deals/s and >= 10x the pure-Python twin; memory flat in file size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+
+from kingrec import _engine_py, fastcheck
+from kingrec.container import Frame, KrecWriter, read_frames
+from kingrec.rules import Ruleset, preset
+from kingrec.simulate import derive_seed, simulate_match
+from kingrec.v1 import record_pb2 as pb
+
+OUT = Path(__file__).resolve().parent / "out"
+SEED = 2026
+BATCH = 256
+DealArgs = tuple[bytes, bytes, int, int, int, int, int]
+
+
+# -- the file ---------------------------------------------------------------------------
+
+
+def _simulate(index: int) -> bytes:
+    return simulate_match(preset("classic"), derive_seed(SEED, index)).SerializeToString()
+
+
+def ensure_file(path: Path, matches: int, jobs: int) -> None:
+    """Simulate ``matches`` classic matches into ``path`` unless it is already there."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    print(f"simulating {matches} classic matches into {path} ({jobs} processes)…", flush=True)
+    start = time.perf_counter()
+    with multiprocessing.Pool(jobs) as pool, KrecWriter.open(path) as writer:
+        for i, payload in enumerate(pool.imap(_simulate, range(matches), chunksize=64)):
+            writer.write(payload)
+            if (i + 1) % 10_000 == 0:
+                print(f"  {i + 1} matches, {time.perf_counter() - start:.0f} s", flush=True)
+
+
+def ensure_prefix(source: Path, path: Path, matches: int) -> None:
+    """The first ``matches`` frames of ``source`` as a file of their own."""
+    if path.exists():
+        return
+    with KrecWriter.open(path) as writer:
+        for item in islice(read_frames(source), matches):
+            assert isinstance(item, Frame)
+            writer.write(item.payload)
+
+
+def frame_batches(path: Path) -> Iterator[list[bytes]]:
+    frames = (item.payload for item in read_frames(path) if isinstance(item, Frame))
+    while batch := list(islice(frames, BATCH)):
+        yield batch
+
+
+# -- the measurements -------------------------------------------------------------------
+
+
+def _deal_args(payloads: list[bytes], cache: dict[bytes, Ruleset]) -> list[DealArgs]:
+    """What the validator hands ``replay_deal`` for each deal (decoding is not timed)."""
+    out: list[DealArgs] = []
+    for payload in payloads:
+        match = pb.Match.FromString(payload)
+        raw = match.ruleset.SerializeToString()
+        rules = cache.get(raw) or cache.setdefault(raw, Ruleset.from_proto(match.ruleset))
+        for d in match.deals:
+            trump = d.trump - 1 if 1 <= d.trump <= 4 else -1
+            revoke = d.revoke_play if d.HasField("revoke_play") else -1
+            flags = rules.deal_flags(d.contract)
+            out.append((d.hands, d.plays, d.declarer, d.contract, trump, flags, revoke))
+    return out
+
+
+def measure_twins(path: Path, python_deals: int) -> dict[str, tuple[int, float]]:
+    """Replay time of each twin over the file's deals (the Python one maybe on fewer)."""
+    twins = {"python": _engine_py}
+    try:
+        from kingrec import _engine_c  # type: ignore[attr-defined]
+    except ImportError:
+        print("  (the Cython twin is not built)")
+    else:
+        twins["cython"] = _engine_c
+    totals = {name: (0, 0.0) for name in twins}
+    cache: dict[bytes, Ruleset] = {}
+    for payloads in frame_batches(path):
+        deals = _deal_args(payloads, cache)
+        for name, twin in twins.items():
+            count, seconds = totals[name]
+            todo = deals
+            if name == "python" and python_deals:
+                todo = deals[: max(0, python_deals - count)]
+            if not todo:
+                continue
+            replay = twin.replay_deal
+            start = time.perf_counter()
+            for args in todo:
+                replay(*args)
+            totals[name] = (count + len(todo), seconds + time.perf_counter() - start)
+    return totals
+
+
+def measure_fast_path(path: Path) -> tuple[int, int, float]:
+    """(matches, clean deals, seconds) of ``check_payloads``-style batches from frame bytes."""
+    checker = fastcheck._checker
+    if checker is None:
+        raise SystemExit("the fast path needs the compiled module: pip install -e .")
+    matches = deals = 0
+    seconds = 0.0
+    for payloads in frame_batches(path):
+        start = time.perf_counter()
+        verdicts = checker.check_batch(payloads)
+        seconds += time.perf_counter() - start
+        matches += len(payloads)
+        deals += sum(v[0] for v in verdicts if v is not None)
+    return matches, deals, seconds
+
+
+def measure_cli(path: Path) -> tuple[int, float, int, str]:
+    """(deals, wall seconds, peak RSS in KiB, summary line) of ``kingrec validate``."""
+    command = [sys.executable, "-m", "kingrec", "validate", "--no-progress", str(path)]
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    output = proc.stdout.read()
+    # wait4 gives this child's own peak RSS; RUSAGE_CHILDREN would also count the
+    # simulation's worker processes when this run generated the file.
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    summary = output.strip().splitlines()[-1] if output.strip() else ""
+    if proc.returncode != 0:
+        raise SystemExit(f"kingrec validate exited {proc.returncode}: {output[-2000:]}")
+    found = re.search(r"(\d+) deal\(s\)", summary)
+    deals = int(found.group(1)) if found else 0
+    return deals, seconds, usage.ru_maxrss, summary
+
+
+# -- the report -------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--matches", type=int, default=100_000, help="matches in the file")
+    parser.add_argument(
+        "--python-deals",
+        type=int,
+        default=0,
+        help="time the pure-Python twin on only this many deals (default: all)",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="processes for the simulation"
+    )
+    args = parser.parse_args()
+
+    path = OUT / f"classic-{args.matches}.krec"
+    ensure_file(path, args.matches, args.jobs)
+    small_n = max(1, args.matches // 10)
+    small = OUT / f"classic-{args.matches}-first-{small_n}.krec"
+    ensure_prefix(path, small, small_n)
+    size = path.stat().st_size
+    print(f"file: {path} ({args.matches} matches, {size / 1e6:.0f} MB)")
+
+    print("measuring the twins (replay_deal calls only)…", flush=True)
+    twins = measure_twins(path, args.python_deals)
+    print("measuring the fast path (check_batch from frame bytes)…", flush=True)
+    matches, fast_deals, fast_seconds = measure_fast_path(path)
+    print("running kingrec validate…", flush=True)
+    cli_deals, cli_seconds, cli_rss, summary = measure_cli(path)
+    _, small_seconds, small_rss, _ = measure_cli(small)
+    children_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+
+    def rate(deals: int, seconds: float) -> float:
+        return deals / seconds if seconds else 0.0
+
+    py_rate = rate(*twins["python"])
+    rows = [(f"pure-Python twin replay_deal ({twins['python'][0]} deals)", py_rate)]
+    if "cython" in twins:
+        rows.append(
+            (f"Cython twin replay_deal ({twins['cython'][0]} deals)", rate(*twins["cython"]))
+        )
+    fast_rate = rate(fast_deals, fast_seconds)
+    cli_rate = rate(cli_deals, cli_seconds)
+    rows.append(
+        (f"fast path from frame bytes ({matches} matches, {fast_deals} clean deals)", fast_rate)
+    )
+    rows.append((f"kingrec validate end to end ({cli_seconds:.2f} s wall)", cli_rate))
+    print()
+    for label, value in rows:
+        ratio = f"{value / py_rate:8.1f}x" if py_rate else ""
+        print(f"  {label:<72} {value:>12,.0f} deals/s {ratio}")
+    print()
+    print(f"  kingrec validate: {summary}")
+    print(
+        f"  peak RSS: {cli_rss / 1024:.1f} MiB on {args.matches} matches, "
+        f"{small_rss / 1024:.1f} MiB on {small_n} ({small_seconds:.2f} s); "
+        f"RUSAGE_CHILDREN max {children_rss / 1024:.1f} MiB"
+    )
+    print()
+    checks = [
+        ("fast path >= 1,000,000 deals/s", fast_rate >= 1_000_000),
+        ("kingrec validate >= 500,000 deals/s", cli_rate >= 500_000),
+        ("kingrec validate >= 10x the pure-Python twin", py_rate > 0 and cli_rate >= 10 * py_rate),
+        ("memory flat (big file within 1.25x the small one's RSS)", cli_rss <= 1.25 * small_rss),
+    ]
+    for label, ok in checks:
+        print(f"  [{'ok' if ok else 'MISSED'}] {label}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""Validation straight from a record's bytes: the fast path for clean matches.
+
+Most records in a file are clean. The compiled checker (``kingrec._engine_c``) reads a
+serialized ``kingrec.v1.Match`` in its wire format, replays every deal in C and says
+whether ``validate_match`` would report no finding at all; only the records it cannot vouch
+for are decoded into Python objects and judged by the reference validator. Reports are
+therefore always the reference's own: a clean match gets an empty report, any other gets
+``validate_match``'s. Without the compiled module every record takes the reference path.
+
+Batch entry points (``check_payloads``, ``validate_frames``) pay the per-call overhead per
+batch of records, not per card.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
+from typing import Protocol, cast
+
+from .contracts import Contract
+from .findings import Location, MatchReport
+from .records import Damage, decode_frame
+from .rules import RevokeRule, Ruleset
+from .v1 import record_pb2 as pb
+from .validator import validate_match
+
+__all__ = [
+    "BATCH",
+    "COMPILED",
+    "check_payload",
+    "check_payloads",
+    "validate_frames",
+    "validate_payload",
+]
+
+BATCH = 256  # records per call into the compiled checker
+
+# What the compiled checker answers for one payload: (deals, match_id bytes) or None.
+_Verdict = tuple[int, bytes] | None
+_Params = tuple[tuple[int, ...], bytes]
+
+
+class _Checker(Protocol):
+    def check(self, payload: bytes, /) -> _Verdict: ...
+
+    def check_batch(self, payloads: Sequence[bytes], /) -> list[_Verdict]: ...
+
+
+def _ruleset_params(raw: bytes) -> _Params | None:
+    """A record's ruleset (its raw bytes) as the ints the compiled checker reads.
+
+    None when the reference would not accept it (unparseable, ``RulesetError``, anything
+    else): such records take the reference path, which then reports exactly why. The layout
+    is fixed with ``_RulesParams`` in ``_engine_c.pyx``: per contract 1..7 the engine flags,
+    the unit score and the whole deal's total; then the schedule and clock scalars; and the
+    fixed order as bytes.
+    """
+    try:
+        rules = Ruleset.from_proto(pb.Ruleset.FromString(raw))
+        ints = (
+            *(rules.deal_flags(c) for c in Contract),
+            *(rules.unit_score(c) for c in Contract),
+            *(rules.full_total(c) for c in Contract),
+            rules.deal_count,
+            int(rules.schedule),
+            rules.koz_quota,
+            rules.penalty_quota,
+            rules.max_per_penalty,
+            rules.penalty_only_deals,
+            int(rules.first_declarer),
+            rules.first_declarer_card,
+            int(rules.dealer),
+            int(rules.revoke is RevokeRule.PENALIZE),
+            rules.play_timeout_ms,
+            rules.trump_timeout_ms,
+            int(rules.is_zero_sum()),
+        )
+        return ints, bytes(rules.fixed_order)
+    except Exception:  # any doubt sends the record to the reference
+        return None
+
+
+def _load_checker() -> _Checker | None:
+    """The compiled checker, unless it is not built or pure Python is forced."""
+    if os.environ.get("KINGREC_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        module = importlib.import_module("kingrec._engine_c")
+    except ImportError:
+        return None
+    return cast(_Checker, module.MatchChecker(_ruleset_params))
+
+
+_checker = _load_checker()
+COMPILED = _checker is not None
+
+
+def check_payload(payload: bytes) -> tuple[bool, int, str]:
+    """``(clean, deals, match_id)`` of one serialized Match; deals and id only when clean.
+
+    ``clean`` is True only when ``validate_match`` would report no finding at all; False
+    means "not certainly clean" (or no compiled checker), not necessarily invalid.
+    """
+    verdict = _checker.check(payload) if _checker is not None else None
+    if verdict is None:
+        return False, 0, ""
+    return True, verdict[0], verdict[1].decode("utf-8")
+
+
+def check_payloads(payloads: Sequence[bytes]) -> list[bool]:
+    """For each serialized Match, whether it is certainly clean; one compiled call."""
+    if _checker is None:
+        return [False] * len(payloads)
+    return [v is not None for v in _checker.check_batch(payloads)]
+
+
+def validate_payload(payload: bytes, location: Location | None = None) -> MatchReport:
+    """``validate_match`` of a serialized Match, skipping the decoding when it is clean.
+
+    Raises ``google.protobuf.message.DecodeError`` when the bytes are not a Match, as
+    ``pb.Match.FromString`` does.
+    """
+    verdict = _checker.check(payload) if _checker is not None else None
+    return _report(payload, verdict, location or Location())
+
+
+def _report(payload: bytes, verdict: _Verdict, location: Location) -> MatchReport:
+    if verdict is None:
+        return validate_match(pb.Match.FromString(payload), location)
+    return MatchReport(verdict[1].decode("utf-8"), location, deals=verdict[0])
+
+
+def validate_frames(
+    frames: Iterable[tuple[Location, bytes] | Damage], batch: int = BATCH
+) -> Iterator[MatchReport | Damage]:
+    """Reports for a stream of raw frames (``RecordFile.raw_frames``), in order.
+
+    Frames are checked ``batch`` at a time; damage passes through, and a frame that is not
+    a Match becomes FRAME_UNDECODABLE damage exactly as ``RecordFile`` reports it.
+    """
+    items = iter(frames)
+    while chunk := list(islice(items, batch)):
+        payloads = [item[1] for item in chunk if not isinstance(item, Damage)]
+        verdicts: Iterator[_Verdict] = iter(
+            _checker.check_batch(payloads) if _checker is not None else [None] * len(payloads)
+        )
+        for item in chunk:
+            if isinstance(item, Damage):
+                yield item
+                continue
+            location, payload = item
+            verdict = next(verdicts)
+            if verdict is not None:
+                yield MatchReport(verdict[1].decode("utf-8"), location, deals=verdict[0])
+                continue
+            decoded = decode_frame(location, payload)
+            yield decoded if isinstance(decoded, Damage) else validate_match(decoded, location)

@@ -1,0 +1,700 @@
+"""The fast path (kingrec.fastcheck): clean records are vouched for from their bytes, and
+every other record gets exactly the reference validator's report."""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf.message import DecodeError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kingrec import _engine_py, fastcheck
+from kingrec.container import KrecWriter
+from kingrec.contracts import PENALTY_MASKS, Contract
+from kingrec.findings import Location, MatchReport
+from kingrec.records import Damage, RecordFile, RecordFileError, open_records
+from kingrec.rules import PRESETS, DealerRule, FirstDeclarerRule, RevokeRule, Ruleset, Schedule
+from kingrec.simulate import simulate_match
+from kingrec.v1 import record_pb2 as pb
+from kingrec.validator import compute_deal_scores, validate_match
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+needs_compiled = pytest.mark.skipif(
+    not fastcheck.COMPILED, reason="the compiled checker is not in use"
+)
+
+Outcome = MatchReport | type[Exception]
+
+
+# -- records to start from ------------------------------------------------------------------
+
+_RULESETS: dict[str, Ruleset] = {
+    **PRESETS,
+    "penalize": PRESETS["classic"].replace(revoke=RevokeRule.PENALIZE),
+    "holder": PRESETS["classic"].replace(first_declarer=FirstDeclarerRule.HOLDER_OF_CARD),
+    "fixed": PRESETS["classic"].replace(
+        preset="tournament",
+        schedule=Schedule.FIXED,
+        fixed_order=(
+            Contract.EL_ALMAZ,
+            Contract.KUPA,
+            Contract.ERKEK,
+            Contract.KIZ,
+            Contract.RIFKI,
+            Contract.SON_IKI,
+            Contract.KOZ,
+        ),
+    ),
+    "dealer": PRESETS["classic"].replace(dealer=DealerRule.SEAT_BEFORE_DECLARER),
+    "scoring": PRESETS["kahvehane"].replace(
+        scores={c: (i + 2) * (7 if c == Contract.KOZ else -3) for i, c in enumerate(Contract)}
+    ),
+    # Quota 2+3 in 16 deals: the totals need not add up to 0, yet the ruleset says they must.
+    "sixteen": PRESETS["classic"].replace(preset="sixteen", deal_count=16),
+}
+
+
+CLEAN = sorted(name for name in _RULESETS if name != "sixteen")
+
+
+@functools.cache
+def _payload(name: str = "classic", seed: int = 0, **options: int) -> bytes:
+    if name == "abandoned":
+        name, options = "classic", {"abandon_after": 7, **options}
+    return simulate_match(_RULESETS[name], seed, **options).SerializeToString()  # type: ignore[arg-type]
+
+
+def _match(name: str = "classic", seed: int = 0, **options: int) -> pb.Match:
+    return pb.Match.FromString(_payload(name, seed, **options))
+
+
+def _reference(payload: bytes, location: Location | None = None) -> Outcome:
+    try:
+        return validate_match(pb.Match.FromString(payload), location or Location())
+    except DecodeError:
+        return DecodeError
+
+
+def _fast(payload: bytes, location: Location | None = None) -> Outcome:
+    try:
+        return fastcheck.validate_payload(payload, location)
+    except DecodeError:
+        return DecodeError
+
+
+def _assert_same_as_reference(payload: bytes) -> Outcome:
+    """The fast path's report is the reference's; a clean verdict means no finding at all."""
+    reference = _reference(payload)
+    assert _fast(payload) == reference
+    if fastcheck.check_payload(payload)[0]:
+        assert isinstance(reference, MatchReport) and reference.findings == []
+    return reference
+
+
+# -- clean records are vouched for ----------------------------------------------------------
+
+
+@needs_compiled
+@pytest.mark.parametrize("name", CLEAN)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_simulated_matches_are_clean(name: str, seed: int) -> None:
+    payload = _payload(name, seed)
+    clean, deals, match_id = fastcheck.check_payload(payload)
+    assert (clean, deals, match_id) == (True, _RULESETS[name].deal_count, f"sim-{seed}")
+    location = Location("x.krec", 3, 99)
+    report = fastcheck.validate_payload(payload, location)
+    assert report == validate_match(pb.Match.FromString(payload), location)
+
+
+@needs_compiled
+@pytest.mark.parametrize(
+    "options",
+    [{"abandon_after": 1}, {"abandon_after": 7}, {"abandon_after": 20}, {"think_times": 0}],
+)
+def test_abandoned_and_bare_matches_are_clean(options: dict[str, int]) -> None:
+    payload = _payload("classic", 5, **options)
+    assert validate_match(pb.Match.FromString(payload)).findings == []
+    assert fastcheck.check_payload(payload)[0]
+
+
+@needs_compiled
+@pytest.mark.parametrize("deal", [1, 9, 20])
+def test_penalized_revokes_are_clean(deal: int) -> None:
+    payload = _payload("penalize", 2, revoke_in_deal=deal)
+    assert validate_match(pb.Match.FromString(payload)).findings == []
+    assert fastcheck.check_payload(payload)[0]
+
+
+@needs_compiled
+def test_a_batch_keeps_order_and_mixes_rulesets() -> None:
+    payloads = [_payload(name, seed) for seed in (0, 1) for name in CLEAN]
+    bad = _match("classic", 0)
+    bad.format_version = 2
+    payloads.insert(3, bad.SerializeToString())
+    expected = [True] * len(payloads)
+    expected[3] = False
+    assert fastcheck.check_payloads(payloads) == expected
+    assert fastcheck.check_payloads([]) == []
+
+
+# -- every kind of finding sends the record to the reference ---------------------------------
+
+Edit = Callable[[pb.Match], object]
+
+
+def _first_deal(match: pb.Match, contract: int | None = None, koz: bool | None = None) -> pb.Deal:
+    for deal in match.deals:
+        if contract is not None and deal.contract != contract:
+            continue
+        if koz is not None and (int(deal.contract) == Contract.KOZ) != koz:
+            continue
+        return deal
+    raise AssertionError("no such deal")
+
+
+def _set_ruleset(**changes: Any) -> Edit:
+    def edit(match: pb.Match) -> None:
+        rules = Ruleset.from_proto(match.ruleset).replace(**changes)
+        match.ruleset.CopyFrom(rules.to_proto())
+
+    return edit
+
+
+def _deal_edit(edit: Callable[[pb.Deal], object], index: int = 3) -> Edit:
+    return lambda match: edit(match.deals[index])
+
+
+def _plays(change: Callable[[bytearray], object]) -> Callable[[pb.Deal], None]:
+    def edit(deal: pb.Deal) -> None:
+        plays = bytearray(deal.plays)
+        change(plays)
+        deal.plays = bytes(plays)
+
+    return edit
+
+
+def _swap_hands(deal: pb.Deal) -> None:
+    hands = bytearray(deal.hands)
+    hands[0] = hands[20]
+    deal.hands = bytes(hands)
+
+
+def _setattr(name: str, value: Any) -> Callable[[Any], None]:
+    return lambda msg: setattr(msg, name, value)
+
+
+def _koz_trump_none(match: pb.Match) -> None:
+    _first_deal(match, koz=True).trump = pb.SUIT_UNSPECIFIED
+
+
+def _penalty_trump(match: pb.Match) -> None:
+    _first_deal(match, koz=False).trump = pb.SUIT_HEARTS
+
+
+def _slow_trump(match: pb.Match) -> None:
+    _first_deal(match, koz=True).trump_think_ms = 99_999
+
+
+def _early_then_more(match: pb.Match) -> None:
+    deal = next(d for d in match.deals if d.end == pb.DEAL_END_EARLY)
+    used = set(deal.plays)
+    deal.plays += bytes([next(c for c in deal.hands if c not in used)])
+
+
+def _too_many_deals(match: pb.Match) -> None:
+    match.deals.add().CopyFrom(match.deals[-1])
+    match.deals[-1].number = len(match.deals)
+
+
+def _not_in_hand(deal: pb.Deal) -> None:
+    plays = bytearray(deal.plays)
+    plays[1] = plays[0]
+    deal.plays = bytes(plays)
+
+
+def _claim(deal: pb.Deal) -> None:
+    deal.claimed_scores[0] += 10
+
+
+def _claim_totals(match: pb.Match) -> None:
+    match.claimed_totals[0] += 10
+
+
+def _drop_think(deal: pb.Deal) -> None:
+    del deal.think_ms[-1]
+
+
+def _stray_auto(deal: pb.Deal) -> None:
+    deal.auto_plays.append(len(deal.plays))
+
+
+def _slow_play(deal: pb.Deal) -> None:
+    deal.think_ms[2] = 99_999
+    del deal.auto_plays[:]
+
+
+def _deal_scores(match: pb.Match, deal: pb.Deal) -> list[int]:
+    """What the replay gives for a deal, whatever its deck (for claims that agree)."""
+    rules = Ruleset.from_proto(match.ruleset)
+    trump = deal.trump - 1 if deal.trump else -1
+    flags = rules.deal_flags(deal.contract)
+    replay = _engine_py.replay_deal(
+        deal.hands, deal.plays, deal.declarer, deal.contract, trump, flags, -1
+    )
+    return compute_deal_scores(replay, rules, deal.contract)
+
+
+def _reclaim(match: pb.Match) -> None:
+    """Claims that agree with the replay, so only the damage done shows."""
+    totals = [0, 0, 0, 0]
+    for deal in match.deals:
+        scores = _deal_scores(match, deal)
+        deal.claimed_scores[:] = scores
+        totals = [t + s for t, s in zip(totals, scores, strict=True)]
+    match.claimed_totals[:] = totals
+
+
+def _unplayed_card_doubled(match: pb.Match) -> None:
+    """A deck that is no partition but replays cleanly: in a deal that ended early, a card
+    nobody played is replaced by a same-suit card of another seat (none of them penalty
+    cards, so no obligation changes)."""
+    for deal in match.deals:
+        if deal.end != pb.DEAL_END_EARLY:
+            continue
+        penalty = PENALTY_MASKS[deal.contract]
+        hands = bytearray(deal.hands)
+        for i, y in enumerate(hands):
+            if y in deal.plays or penalty >> y & 1:
+                continue
+            for j, x in enumerate(hands):
+                if j // 13 != i // 13 and x // 13 == y // 13 and not penalty >> x & 1:
+                    hands[i] = x
+                    deal.hands = bytes(hands)
+                    # Unchecked totals: the reference leaves the deal out of them.
+                    match.ClearField("claimed_totals")
+                    return
+    raise AssertionError("no deal to damage")
+
+
+def _rotation_contract_twice(match: pb.Match) -> None:
+    """A seat declares el almaz or son iki a second time; nothing else changes (neither
+    contract has an option of its own, so the plays stay legal)."""
+    free = {int(Contract.EL_ALMAZ), int(Contract.SON_IKI)}
+    for i, deal in enumerate(match.deals):
+        for later in match.deals[i + 1 :]:
+            same_seat = later.declarer == deal.declarer
+            if same_seat and {int(deal.contract), int(later.contract)} == free:
+                later.contract = deal.contract
+                _reclaim(match)
+                return
+    raise AssertionError("no such pair of deals")
+
+
+def _stop_early_in_the_middle(match: pb.Match) -> None:
+    """An unfinished match may stop only its last deal early."""
+    deal = match.deals[2]
+    deal.plays = deal.plays[:10]
+    deal.end = pb.DEAL_END_ABANDONED
+    del deal.think_ms[10:]
+    deal.auto_plays[:] = [i for i in deal.auto_plays if i < 10]
+    _reclaim(match)
+
+
+def _dealer_rule(match: pb.Match) -> None:
+    # The simulator wrote the declarer as the dealer.
+    _set_ruleset(dealer=DealerRule.SEAT_BEFORE_DECLARER)(match)
+
+
+EDITS: list[tuple[str, str, Edit]] = [
+    ("FORMAT_VERSION", "classic", _setattr("format_version", 2)),
+    ("STATUS_MISSING", "classic", _setattr("status", pb.MATCH_STATUS_UNSPECIFIED)),
+    ("BAD_PLAYERS", "classic", lambda m: m.players.pop()),
+    ("BAD_PLAYERS", "classic", lambda m: setattr(m.players[3], "seat", 2)),
+    ("BAD_PLAYERS", "classic", lambda m: setattr(m.players[3], "seat", 4)),
+    ("RULESET_INVALID", "classic", lambda m: m.ClearField("ruleset")),
+    ("RULESET_INVALID", "classic", lambda m: setattr(m.ruleset, "schedule", 9)),
+    ("MATCH_INCOMPLETE", "classic", lambda m: m.deals.pop()),
+    ("TOO_MANY_DEALS", "classic", _too_many_deals),
+    ("DEAL_NUMBER", "classic", _deal_edit(_setattr("number", 9))),
+    ("WRONG_DECLARER", "classic", lambda m: setattr(m.deals[4], "declarer", m.deals[5].declarer)),
+    ("WRONG_DECLARER", "classic", _deal_edit(_setattr("declarer", 4))),
+    ("WRONG_DECLARER", "holder", lambda m: setattr(m.deals[0], "declarer", m.deals[1].declarer)),
+    ("WRONG_DEALER", "classic", _dealer_rule),
+    ("CONTRACT_UNKNOWN", "classic", _deal_edit(_setattr("contract", 9))),
+    ("CONTRACT_UNKNOWN", "classic", _deal_edit(_setattr("contract", 0))),
+    ("CONTRACT_QUOTA", "classic", _set_ruleset(koz_quota=1)),
+    ("CONTRACT_QUOTA", "classic", _set_ruleset(penalty_only_deals=20)),
+    ("CONTRACT_QUOTA", "rotation", lambda m: setattr(m.deals[4], "contract", m.deals[0].contract)),
+    ("PENALTY_CONTRACT_LIMIT", "classic", _set_ruleset(max_per_penalty=1)),
+    ("CONTRACT_NOT_SCHEDULED", "fixed", lambda m: setattr(m.deals[1], "contract", 2)),
+    ("TRUMP_MISSING", "classic", _koz_trump_none),
+    ("TRUMP_NOT_ALLOWED", "classic", _penalty_trump),
+    ("BAD_DECK", "classic", _deal_edit(_swap_hands)),
+    ("BAD_DECK", "classic", _deal_edit(_setattr("hands", bytes(range(51))))),
+    ("BAD_DECK", "classic", _deal_edit(_setattr("hands", bytes(range(51)) + b"\x40"))),
+    ("BAD_PLAY_METADATA", "classic", _deal_edit(_drop_think)),
+    ("BAD_PLAY_METADATA", "classic", _deal_edit(_stray_auto)),
+    ("BAD_PLAY_METADATA", "penalize", _deal_edit(_setattr("revoke_play", 60))),
+    ("REVOKE_NOT_ALLOWED", "classic", _deal_edit(_setattr("revoke_play", 0))),
+    ("REVOKE_MARK_ON_LEGAL_PLAY", "penalize", _deal_edit(_setattr("revoke_play", 0))),
+    ("OVER_TIME", "classic", _deal_edit(_slow_play)),
+    ("OVER_TIME", "classic", _slow_trump),
+    ("PLAY_AFTER_DEAL_END", "classic", _early_then_more),
+    ("DEAL_INCOMPLETE", "classic", _deal_edit(_plays(lambda p: p.pop()))),
+    ("DEAL_INCOMPLETE", "classic", _deal_edit(_plays(lambda p: p.clear()), 19)),
+    ("DEAL_END_MISMATCH", "classic", _deal_edit(_setattr("end", pb.DEAL_END_REVOKE))),
+    ("DEAL_END_MISMATCH", "classic", _deal_edit(_setattr("end", 7))),
+    ("SCORE_MISMATCH", "classic", _deal_edit(_claim)),
+    ("SCORE_MISMATCH", "classic", _deal_edit(lambda d: d.claimed_scores.pop())),
+    ("TOTALS_MISMATCH", "classic", lambda m: m.claimed_totals.pop()),
+    ("ZERO_SUM", "classic", _claim_totals),
+    ("ZERO_SUM", "sixteen", lambda m: None),
+    ("BAD_DECK", "classic", _unplayed_card_doubled),
+    ("CONTRACT_QUOTA", "rotation", _rotation_contract_twice),
+    ("DEAL_INCOMPLETE", "abandoned", _stop_early_in_the_middle),
+    ("NOT_A_CARD", "classic", _deal_edit(_plays(lambda p: p.__setitem__(5, 60)))),
+    ("NOT_IN_HAND", "classic", _deal_edit(_not_in_hand)),
+]
+
+
+# Edits whose damage is the record's only finding: nothing else could send it to the reference.
+ISOLATED: list[Edit] = [_unplayed_card_doubled, _rotation_contract_twice, _stop_early_in_the_middle]
+
+
+@needs_compiled
+@pytest.mark.parametrize(
+    ("code", "name", "edit"), EDITS, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(EDITS)]
+)
+def test_every_finding_takes_the_reference_path(code: str, name: str, edit: Edit) -> None:
+    match = _match(name, 1)
+    edit(match)
+    payload = match.SerializeToString()
+    reference = validate_match(match)
+    codes = {f.code for f in reference.findings}
+    assert code in codes
+    if edit in ISOLATED:
+        assert codes == {code}
+    assert not fastcheck.check_payload(payload)[0]
+    assert fastcheck.validate_payload(payload) == reference
+
+
+def test_every_match_finding_code_has_an_edit_or_a_sample() -> None:
+    """The list above plus the samples cover every code the validator reports for a match."""
+    from kingrec.findings import CODES
+
+    file_codes = {"FRAME_CORRUPT", "FRAME_TRUNCATED", "FRAME_UNDECODABLE", "JSON_INVALID"}
+    file_codes |= {"NOT_KREC", "UNSUPPORTED_VERSION", "UNREADABLE"}
+    covered = {code for code, _, _ in EDITS}
+    for sample in _manifest():
+        covered.update(sample.get("codes", []))
+    assert set(CODES) - file_codes - covered == set()
+
+
+# -- the samples: the fast path reports exactly what the reference does ----------------------
+
+
+def _manifest() -> list[dict[str, Any]]:
+    path = SAMPLES / "manifest.json"
+    if not path.exists():
+        return []
+    samples: list[dict[str, Any]] = json.loads(path.read_text())["samples"]
+    return samples
+
+
+def _reference_items(records: RecordFile) -> Iterator[MatchReport | Damage]:
+    for item in records:
+        yield item if isinstance(item, Damage) else validate_match(item[1], item[0])
+
+
+def _both_ways(path: str) -> tuple[list[Any], list[Any]]:
+    def run(fast: bool) -> list[Any]:
+        try:
+            with open_records(path) as records:
+                if fast:
+                    return list(fastcheck.validate_frames(records.raw_frames(), batch=3))
+                return list(_reference_items(records))
+        except Exception as exc:
+            return [type(exc), str(exc)]
+
+    return run(True), run(False)
+
+
+@pytest.mark.parametrize(
+    "sample",
+    [s["file"] for s in _manifest() if s["file"].endswith(".krec")] or ["(no samples)"],
+)
+def test_samples_give_the_reference_reports(sample: str) -> None:
+    if sample == "(no samples)":
+        pytest.skip("samples/manifest.json is not there")
+    fast, reference = _both_ways(str(SAMPLES / sample))
+    assert fast == reference
+    clean = [r for r in reference if isinstance(r, MatchReport) and not r.findings]
+    if sample.startswith("valid/") and fastcheck.COMPILED:
+        assert len(clean) == len(reference)
+
+
+def test_damaged_and_undecodable_frames_come_through_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "mixed.krec"
+    good = _payload("classic", 0)
+    bad = _match("classic", 1)
+    bad.claimed_totals[1] -= 50
+    with KrecWriter.open(path) as writer:
+        writer.write(good)
+        writer.write(b"\xff\xff\xff")  # passes its checksums, is no Match
+        writer.write(bad.SerializeToString())
+        writer.write(good)
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 0xFF  # the last frame's payload no longer matches its checksum
+    path.write_bytes(bytes(data))
+    fast, reference = _both_ways(str(path))
+    assert fast == reference
+    kinds = [r.code if isinstance(r, Damage) else r.valid for r in fast]
+    assert kinds == [True, "FRAME_UNDECODABLE", False, "FRAME_CORRUPT"]
+
+
+def test_raw_frames_refuse_json_lines() -> None:
+    records = RecordFile("x.jsonl", io.BytesIO(b'{"format_version": 1}\n'), None)
+    with pytest.raises(RecordFileError):
+        next(records.raw_frames())
+
+
+def test_without_the_compiled_checker_everything_takes_the_reference_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(fastcheck, "_checker", None)
+    payload = _payload("classic", 0)
+    assert fastcheck.check_payloads([payload]) == [False]
+    assert fastcheck.check_payload(payload) == (False, 0, "")
+    assert fastcheck.validate_payload(payload) == validate_match(pb.Match.FromString(payload))
+    frames = [(Location("a", 0, 12), payload)]
+    assert list(fastcheck.validate_frames(frames)) == [
+        validate_match(pb.Match.FromString(payload), Location("a", 0, 12))
+    ]
+
+
+# -- the wire format: what the walker accepts, skips and leaves to the reference --------------
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field(number: int, wire_type: int, value: bytes | int) -> bytes:
+    tag = _varint(number << 3 | wire_type)
+    if wire_type == 0:
+        assert isinstance(value, int)
+        return tag + _varint(value)
+    assert isinstance(value, bytes)
+    if wire_type == 2:
+        return tag + _varint(len(value)) + value
+    return tag + value
+
+
+UNKNOWN_FIELDS = [
+    _field(100, 0, 2**40),
+    _field(101, 1, b"\x01" * 8),
+    _field(102, 2, b"from a newer writer"),
+    _field(103, 5, b"\x02" * 4),
+]
+
+
+def _splice(field: str, number: int, index: int, extra: bytes) -> bytes:
+    """A classic match whose ``field[index]`` sub-message (field ``number``) ends in ``extra``.
+
+    Built from bytes, since the extra may be something the parser refuses.
+    """
+    match = _match("classic", 0)
+    parts = [m.SerializeToString() for m in getattr(match, field)]
+    parts[index] += extra
+    match.ClearField(field)  # type: ignore[arg-type]
+    return match.SerializeToString() + b"".join(_field(number, 2, p) for p in parts)
+
+
+def _with_deal_extra(extra: bytes) -> bytes:
+    return _splice("deals", 8, 2, extra)
+
+
+def _with_player_extra(extra: bytes) -> bytes:
+    return _splice("players", 4, 1, extra)
+
+
+@needs_compiled
+@pytest.mark.parametrize("extra", UNKNOWN_FIELDS)
+def test_unknown_fields_from_newer_writers_are_skipped(extra: bytes) -> None:
+    for payload in (
+        _payload() + extra,
+        extra + _payload(),
+        _with_deal_extra(extra),
+        _with_player_extra(extra),
+    ):
+        assert fastcheck.check_payload(payload)[0]
+        assert _assert_same_as_reference(payload) == validate_match(pb.Match.FromString(payload))
+
+
+@needs_compiled
+def test_fields_in_any_order_are_read() -> None:
+    match = _match("classic", 0)
+    deals = list(match.deals)
+    match.ClearField("deals")
+    ruleset = match.ruleset.SerializeToString()
+    match.ClearField("ruleset")
+    # The deals first, then the other fields, and the ruleset last.
+    payload = (
+        b"".join(_field(8, 2, d.SerializeToString()) for d in deals)
+        + match.SerializeToString()
+        + _field(5, 2, ruleset)
+    )
+    decoded = pb.Match.FromString(payload)
+    assert list(decoded.deals) == deals
+    assert fastcheck.check_payload(payload)[0]
+    _assert_same_as_reference(payload)
+
+
+def _unpacked_think() -> bytes:
+    """Deal 1's think times as one field per value (parsers accept both encodings)."""
+    match = _match("classic", 0)
+    deals = [d.SerializeToString() for d in match.deals]
+    think = list(match.deals[0].think_ms)
+    match.deals[0].ClearField("think_ms")
+    deals[0] = match.deals[0].SerializeToString() + b"".join(_field(8, 0, t) for t in think)
+    match.ClearField("deals")
+    return match.SerializeToString() + b"".join(_field(8, 2, d) for d in deals)
+
+
+def _merged_ruleset() -> bytes:
+    """Two ruleset fields merge: the second alone is classic, the merge has a 1 ms clock."""
+    match = _match("classic", 0)
+    match.ruleset.play_timeout_ms = 1
+    first = match.ruleset.SerializeToString()
+    match.ClearField("ruleset")
+    second = pb.Ruleset(preset="classic").SerializeToString()
+    return match.SerializeToString() + _field(5, 2, first) + _field(5, 2, second)
+
+
+WIRE_ODDITIES: list[tuple[str, Callable[[], bytes]]] = [
+    ("group", lambda: _payload() + _varint(104 << 3 | 3) + _field(1, 0, 5) + _varint(104 << 3 | 4)),
+    ("unpacked think times", _unpacked_think),
+    ("format version past 32 bits", lambda: _payload() + _field(1, 0, 2**32 + 1)),
+    ("ruleset twice (merged)", lambda: _payload() + _field(5, 2, b"\x18\x14")),
+    ("ruleset merged from two parts", lambda: _merged_ruleset()),
+    ("known field, other wire type", lambda: _payload() + _field(6, 2, b"\x01")),
+    ("status past int32", lambda: _payload() + _field(6, 0, 2**31 + 1)),
+    ("bad utf-8 match id", lambda: _payload() + _field(2, 2, b"\xc0\x80")),
+    ("surrogate in a player", lambda: _with_player_extra(_field(2, 2, b"\xed\xa0\x80"))),
+    ("bad utf-8 tag", lambda: _payload() + _field(3, 2, _field(6, 2, _field(1, 2, b"\xff")))),
+    ("truncated", lambda: _payload()[:-3]),
+    ("varint past ten bytes", lambda: _payload() + b"\x08" + b"\x80" * 10 + b"\x01"),
+    ("field number 0", lambda: _payload() + b"\x00\x01"),
+    ("wire type 7", lambda: _payload() + b"\x0f"),
+]
+
+
+@needs_compiled
+@pytest.mark.parametrize(("what", "make"), WIRE_ODDITIES, ids=[w for w, _ in WIRE_ODDITIES])
+def test_wire_oddities_take_the_reference_path(what: str, make: Callable[[], bytes]) -> None:
+    payload = make()
+    assert not fastcheck.check_payload(payload)[0]
+    _assert_same_as_reference(payload)
+
+
+@needs_compiled
+def test_valid_utf8_of_every_width_is_accepted() -> None:
+    match = _match("classic", 0)
+    match.match_id = "Rıfkı ♥ 𝄞 \x00 end"
+    match.metadata.tags["şehir"] = "İstanbul"
+    payload = match.SerializeToString()
+    assert fastcheck.check_payload(payload) == (True, 20, match.match_id)
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.binary(min_size=0, max_size=6))
+def test_any_string_bytes_are_judged_like_the_parser(data: bytes) -> None:
+    payload = _payload() + _field(2, 2, data)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        valid = False
+    else:
+        valid = True
+    assert fastcheck.check_payload(payload)[0] == valid
+    _assert_same_as_reference(payload)
+
+
+# -- random damage: never a clean verdict the reference disagrees with ------------------------
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(["classic", "penalize", "rotation", "kahvehane"]),
+    seed=st.integers(0, 2**32 - 1),
+    kind=st.integers(0, 3),
+)
+def test_random_byte_damage_is_judged_like_the_reference(name: str, seed: int, kind: int) -> None:
+    rng = random.Random(seed)
+    data = bytearray(_payload(name, rng.randrange(2)))
+    for _ in range(rng.randrange(1, 3)):
+        at = rng.randrange(len(data))
+        if kind == 0:
+            data[at] ^= 1 << rng.randrange(8)
+        elif kind == 1:
+            data[at] = rng.randrange(256)
+        elif kind == 2:
+            del data[at : at + rng.randrange(1, 4)]
+        else:
+            data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 4)))
+    _assert_same_as_reference(bytes(data))
+
+
+@needs_compiled
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(sorted(_RULESETS)),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_random_record_edits_are_judged_like_the_reference(name: str, seed: int) -> None:
+    rng = random.Random(seed)
+    match = _match(name, rng.randrange(2))
+    deal = match.deals[rng.randrange(len(match.deals))]
+    kind = rng.randrange(10)
+    if kind == 0:
+        plays = bytearray(deal.plays)
+        plays[rng.randrange(len(plays))] = rng.randrange(52)
+        deal.plays = bytes(plays)
+    elif kind == 1:
+        deal.plays = deal.plays[: rng.randrange(len(deal.plays) + 1)]
+    elif kind == 2:
+        deal.claimed_scores[rng.randrange(4)] += rng.choice([-1, 1]) * 10
+    elif kind == 3:
+        deal.end = rng.randrange(5)  # type: ignore[assignment]
+    elif kind == 4:
+        deal.revoke_play = rng.randrange(len(deal.plays) + 2)
+    elif kind == 5:
+        deal.think_ms[rng.randrange(len(deal.think_ms))] = rng.randrange(30_000)
+    elif kind == 6:
+        deal.trump = rng.randrange(5)  # type: ignore[assignment]
+    elif kind == 7:
+        match.status = rng.randrange(5)  # type: ignore[assignment]
+    elif kind == 8:
+        deal.dealer = rng.randrange(4)
+        match.ruleset.dealer = rng.randrange(3)  # type: ignore[assignment]
+    else:
+        deal.auto_plays.append(rng.randrange(len(deal.plays) + 1))
+    _assert_same_as_reference(match.SerializeToString())

@@ -1,0 +1,182 @@
+"""``kingrec simulate`` end to end: the installed console script writing real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kingrec.container import Frame, read_frames
+from kingrec.jsonl import loads_match
+from kingrec.rules import PRESETS, Ruleset
+from kingrec.simulate import simulate_matches
+
+
+def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+    """The installed console script, as a user runs it."""
+    kingrec = Path(sys.executable).parent / "kingrec"
+    return subprocess.run([str(kingrec), *args], capture_output=True, check=False)
+
+
+def simulate(*args: str) -> subprocess.CompletedProcess[bytes]:
+    result = run("simulate", "--no-progress", *args)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def _payloads(path: Path) -> list[bytes]:
+    frames = list(read_frames(path))
+    assert all(isinstance(f, Frame) for f in frames)
+    return [f.payload for f in frames if isinstance(f, Frame)]
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_output_validates_clean(name: str, tmp_path: Path) -> None:
+    out = tmp_path / "sim.krec"
+    result = simulate("--preset", name, "--matches", "3", "--seed", "7", "-o", str(out))
+    deals = 3 * PRESETS[name].deal_count
+    assert f"simulated 3 matches ({deals} deals) in ".encode() in result.stderr
+    assert b" deals/s" in result.stderr
+    assert result.stdout == b""
+    check = run("validate", "--json", str(out))
+    assert check.returncode == 0, check.stdout
+    summary = json.loads(check.stdout.splitlines()[-1])
+    assert summary["matches"] == 3 and summary["invalid"] == 0 and summary["warnings"] == 0
+    assert summary["deals"] == deals
+    assert os.listdir(tmp_path) == ["sim.krec"]  # no temporary file left behind
+
+
+def test_matches_are_those_of_the_library(tmp_path: Path) -> None:
+    out = tmp_path / "sim.krec"
+    simulate("--preset", "short", "--matches", "4", "--seed", "11", "-o", str(out))
+    written = _payloads(out)
+    expected = [m.SerializeToString() for m in simulate_matches(PRESETS["short"], 4, 11)]
+    assert written == expected
+
+
+def test_same_seed_gives_the_same_bytes_and_another_seed_does_not(tmp_path: Path) -> None:
+    a, b, c = (tmp_path / f"{n}.krec" for n in "abc")
+    simulate("--matches", "3", "--seed", "5", "-o", str(a))
+    simulate("--matches", "3", "--seed", "5", "-o", str(b))
+    simulate("--matches", "3", "--seed", "6", "-o", str(c))
+    assert a.read_bytes() == b.read_bytes()
+    assert a.read_bytes() != c.read_bytes()
+
+
+@pytest.mark.parametrize("suffix", [".krec", ".jsonl"])
+def test_jobs_do_not_change_the_output(suffix: str, tmp_path: Path) -> None:
+    one, two, three = (tmp_path / f"{n}{suffix}" for n in ("one", "two", "three"))
+    common = ("--preset", "short", "--matches", "13", "--seed", "3")
+    simulate(*common, "--jobs", "1", "-o", str(one))
+    simulate(*common, "--jobs", "2", "-o", str(two))
+    simulate(*common, "--jobs", "3", "-o", str(three))
+    assert one.read_bytes() == two.read_bytes() == three.read_bytes()
+    assert b"simulated 13 matches" in simulate(*common, "-j", "0", "-o", "-").stderr
+
+
+def test_json_lines_output_to_a_file_and_to_standard_output(tmp_path: Path) -> None:
+    out = tmp_path / "sim.jsonl"
+    simulate("--matches", "2", "--seed", "9", "-o", str(out))
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2
+    matches = [loads_match(line) for line in lines]
+    assert [m.match_id for m in matches] == [m.match_id for m in simulate_matches(
+        PRESETS["classic"], 2, 9)]  # fmt: skip
+    assert Ruleset.from_proto(matches[0].ruleset) == PRESETS["classic"]
+    assert run("validate", str(out)).returncode == 0
+
+    piped = simulate("--matches", "2", "--seed", "9", "-o", "-")
+    assert piped.stdout == out.read_bytes()
+    assert b"simulated 2 matches" in piped.stderr
+
+
+def test_json_and_krec_hold_the_same_matches(tmp_path: Path) -> None:
+    simulate("--preset", "plain", "--matches", "2", "-o", str(tmp_path / "a.krec"))
+    simulate("--preset", "plain", "--matches", "2", "-o", str(tmp_path / "a.jsonl"))
+    lines = (tmp_path / "a.jsonl").read_text(encoding="utf-8").splitlines()
+    from_json = [loads_match(line).SerializeToString() for line in lines]
+    from_krec = _payloads(tmp_path / "a.krec")
+    assert from_json == from_krec
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--preset", "nope", "-o", "x.krec"],
+        ["--matches", "0", "-o", "x.krec"],
+        ["--matches", "many", "-o", "x.krec"],
+        ["--jobs", "-1", "-o", "x.krec"],
+        [],  # no --output
+    ],
+    ids=["preset", "zero-matches", "not-a-number", "negative-jobs", "no-output"],
+)
+def test_bad_usage_exits_2_without_a_traceback(args: list[str], tmp_path: Path) -> None:
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "kingrec"), "simulate", *args],
+        capture_output=True,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert b"Traceback" not in result.stderr
+    assert b"Usage:" in result.stderr
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["out.krec", "out.jsonl"])
+def test_unwritable_output_exits_2_and_leaves_no_file(name: str, tmp_path: Path) -> None:
+    target = tmp_path / "missing" / name
+    result = run("simulate", "--matches", "2", "-o", str(target))
+    assert result.returncode == 2
+    assert b"Traceback" not in result.stderr
+    assert f"kingrec: error: cannot write {target}".encode() in result.stderr
+    assert os.listdir(tmp_path) == []
+
+    result = run("simulate", "-o", str(tmp_path))  # a directory
+    assert result.returncode == 2
+    assert b"Traceback" not in result.stderr
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(("name", "jobs"), [("big.krec", 1), ("big.jsonl", 1), ("big.krec", 2)])
+def test_interrupted_run_leaves_no_file(name: str, jobs: int, tmp_path: Path) -> None:
+    """Ctrl-C partway (SIGINT to the whole process group, as a terminal sends it) leaves
+    neither output nor temporary file, and no traceback from the command or its workers."""
+    target = tmp_path / name
+    args = ["simulate", "--matches", "1000000", "--jobs", str(jobs), "-o", str(target)]
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "kingrec"), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / (name + ".tmp")).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # pragma: no cover - only when the test fails
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 1
+    assert b"Traceback" not in err
+    assert b"Aborted!" in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_progress_bar_can_be_forced_on_without_changing_output(tmp_path: Path) -> None:
+    quiet, shown = tmp_path / "quiet.krec", tmp_path / "shown.krec"
+    simulate("--matches", "2", "-o", str(quiet))
+    result = run("simulate", "--progress", "--matches", "2", "-o", str(shown))
+    assert result.returncode == 0
+    assert b"simulated 2 matches" in result.stderr
+    assert quiet.read_bytes() == shown.read_bytes()
