@@ -45,6 +45,7 @@ __all__ = [
     "SerializableMessage",
     "UnsupportedVersionError",
     "WritableBinary",
+    "decode_frame",
     "is_krec",
     "iter_matches",
     "read_frames",
@@ -533,6 +534,20 @@ def _iter_frames(raw: ReadableBinary, name: str) -> Iterator[Frame | FrameDamage
             return
 
 
+def decode_frame(frame: Frame) -> record_pb2.Match | FrameDamage:
+    """The frame's ``kingrec.v1.Match``, or "undecodable" damage when its payload is none."""
+    try:
+        return record_pb2.Match.FromString(frame.payload)
+    except DecodeError:
+        return FrameDamage(
+            frame.index,
+            frame.offset,
+            "undecodable",
+            f"frame {frame.index} at byte {frame.offset} passed its checksums but is not a "
+            "valid Match record (written by an incompatible program?)",
+        )
+
+
 def iter_matches(
     source: Source,
 ) -> Iterator[tuple[Frame, record_pb2.Match] | FrameDamage]:
@@ -545,18 +560,8 @@ def iter_matches(
         if isinstance(item, FrameDamage):
             yield item
             continue
-        try:
-            match = record_pb2.Match.FromString(item.payload)
-        except DecodeError:
-            yield FrameDamage(
-                item.index,
-                item.offset,
-                "undecodable",
-                f"frame {item.index} at byte {item.offset} passed its checksums but is not a "
-                "valid Match record (written by an incompatible program?)",
-            )
-            continue
-        yield item, match
+        match = decode_frame(item)
+        yield match if isinstance(match, FrameDamage) else (item, match)
 
 
 def is_krec(first_bytes: bytes) -> bool:

@@ -15,8 +15,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from google.protobuf.message import DecodeError
-
 from . import container, jsonl
 from .findings import Location
 from .v1 import record_pb2 as pb
@@ -95,22 +93,13 @@ class RecordFile:
             yield from self._jsonl()
 
     def _krec(self) -> Iterator[tuple[Location, pb.Match] | Damage]:
-        try:
-            for item in container.iter_matches(self._stream):
-                if isinstance(item, container.FrameDamage):
-                    code = {"truncated": "FRAME_TRUNCATED", "undecodable": "FRAME_UNDECODABLE"}.get(
-                        item.kind, "FRAME_CORRUPT"
-                    )
-                    yield Damage(Location(self.name, item.index, item.offset), code, item.message)
-                else:
-                    frame, match = item
-                    yield Location(self.name, frame.index, frame.offset), match
-        except container.NotKrecError as exc:
-            raise RecordFileError(str(exc), "NOT_KREC") from None
-        except container.UnsupportedVersionError as exc:
-            raise RecordFileError(str(exc), "UNSUPPORTED_VERSION") from None
-        except container.ContainerError as exc:
-            raise RecordFileError(str(exc)) from None
+        for item in self.raw_frames():
+            if isinstance(item, Damage):
+                yield item
+                continue
+            location, payload = item
+            decoded = decode_frame(location, payload)
+            yield decoded if isinstance(decoded, Damage) else (location, decoded)
 
     def raw_frames(self) -> Iterator[tuple[Location, bytes] | Damage]:
         """The frames of a .krec file as undecoded payloads, with damage in between.
@@ -146,16 +135,13 @@ class RecordFile:
 
 
 def decode_frame(location: Location, payload: bytes) -> pb.Match | Damage:
-    """A raw frame's Match, or the damage ``container.iter_matches`` reports for it."""
-    try:
-        return pb.Match.FromString(payload)
-    except DecodeError:
-        return Damage(
-            location,
-            "FRAME_UNDECODABLE",
-            f"frame {location.frame} at byte {location.offset} passed its checksums but is not "
-            "a valid Match record (written by an incompatible program?)",
-        )
+    """A raw frame's Match, or the FRAME_UNDECODABLE damage iterating the file gives."""
+    decoded = container.decode_frame(
+        container.Frame(location.frame or 0, location.offset or 0, payload)
+    )
+    if isinstance(decoded, container.FrameDamage):
+        return Damage(location, "FRAME_UNDECODABLE", decoded.message)
+    return decoded
 
 
 @contextmanager
