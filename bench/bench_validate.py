@@ -9,7 +9,9 @@ one run measures, over every deal of the file:
 * the Cython twin: ``kingrec._engine_c.replay_deal`` on the same arguments;
 * the fast path: ``kingrec.fastcheck.check_payloads`` on the frames' bytes, batch by batch;
 * ``kingrec validate FILE`` end to end as a subprocess: wall time, deals/s and peak RSS,
-  also on a file a tenth the size, to show memory does not grow with the file.
+  also on a file a tenth the size, to show memory does not grow with the file;
+* ``KINGREC_PURE_PYTHON=1 kingrec validate`` on that tenth: the pure-Python validator's
+  throughput end to end (every check, not only the replay).
 
 Targets on a 2-core machine, one core: the fast path >= 1,000,000 deals/s; ``kingrec
 validate`` >= 500,000 deals/s and >= 10x the pure-Python twin; memory flat in file size.
@@ -140,11 +142,15 @@ def measure_fast_path(path: Path) -> tuple[int, int, float]:
     return matches, deals, seconds
 
 
-def measure_cli(path: Path) -> tuple[int, float, int, str]:
-    """(deals, wall seconds, peak RSS in KiB, summary line) of ``kingrec validate``."""
+def measure_cli(path: Path, *, pure: bool = False) -> tuple[int, float, int, str]:
+    """(deals, wall seconds, peak RSS in KiB, summary line) of ``kingrec validate``.
+
+    ``pure`` runs it on the pure-Python reference (``KINGREC_PURE_PYTHON=1``).
+    """
     command = [sys.executable, "-m", "kingrec", "validate", "--no-progress", str(path)]
+    env = {**os.environ, "KINGREC_PURE_PYTHON": "1" if pure else ""}
     start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
     assert proc.stdout is not None
     output = proc.stdout.read()
     # wait4 gives this child's own peak RSS; RUSAGE_CHILDREN would also count the
@@ -192,6 +198,8 @@ def main() -> None:
     print("running kingrec validate…", flush=True)
     cli_deals, cli_seconds, cli_rss, summary = measure_cli(path)
     _, small_seconds, small_rss, _ = measure_cli(small)
+    print(f"running KINGREC_PURE_PYTHON=1 kingrec validate on {small_n} matches…", flush=True)
+    pure_deals, pure_seconds, pure_rss, _ = measure_cli(small, pure=True)
     children_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 
     def rate(deals: int, seconds: float) -> float:
@@ -209,6 +217,10 @@ def main() -> None:
         (f"fast path from frame bytes ({matches} matches, {fast_deals} clean deals)", fast_rate)
     )
     rows.append((f"kingrec validate end to end ({cli_seconds:.2f} s wall)", cli_rate))
+    pure_rate = rate(pure_deals, pure_seconds)
+    rows.append(
+        (f"kingrec validate, pure Python, {small_n} matches ({pure_seconds:.1f} s)", pure_rate)
+    )
     print()
     for label, value in rows:
         ratio = f"{value / py_rate:8.1f}x" if py_rate else ""
@@ -218,8 +230,10 @@ def main() -> None:
     print(
         f"  peak RSS: {cli_rss / 1024:.1f} MiB on {args.matches} matches, "
         f"{small_rss / 1024:.1f} MiB on {small_n} ({small_seconds:.2f} s); "
-        f"RUSAGE_CHILDREN max {children_rss / 1024:.1f} MiB"
+        f"RUSAGE_CHILDREN max {children_rss / 1024:.1f} MiB; pure Python "
+        f"{pure_rss / 1024:.1f} MiB"
     )
+    print(f"  kingrec validate, compiled vs pure Python end to end: {cli_rate / pure_rate:.1f}x")
     print()
     checks = [
         ("fast path >= 1,000,000 deals/s", fast_rate >= 1_000_000),
