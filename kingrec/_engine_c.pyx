@@ -901,6 +901,8 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const Rules* r, Tally* t
             t.first = seat
     if seat != (t.first + number - 1) % 4:
         return False
+    if d.has_dealer and d.dealer > 3:
+        return False
     if r.dealer != 0 and d.has_dealer:
         expected = seat if r.dealer == 1 else (seat + 3) % 4
         if d.dealer != <uint64_t>expected:

@@ -300,6 +300,14 @@ class _MatchCheck:
             )
 
     def check_dealer(self, rules: Ruleset, deal: pb.Deal, number: int, head: str) -> None:
+        if deal.HasField("dealer") and deal.dealer > 3:
+            self.add(
+                "WRONG_DEALER",
+                f"{head}: dealer seat {deal.dealer} does not exist.",
+                Severity.WARNING,
+                deal=number,
+            )
+            return
         if rules.dealer is DealerRule.UNCHECKED or not deal.HasField("dealer") or deal.declarer > 3:
             return
         expected = deal.declarer if rules.dealer is DealerRule.DECLARER else (deal.declarer + 3) % 4

@@ -1,0 +1,72 @@
+"""Validator behaviour beyond the samples: ruleset resolution, odd values, both paths agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from kingrec import fastcheck
+from kingrec.findings import Location, Severity
+from kingrec.records import Damage, read_records
+from kingrec.v1 import record_pb2 as pb
+from kingrec.validator import validate_match
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+
+def _first(name: str) -> pb.Match:
+    item = next(iter(read_records(str(SAMPLES / name))))
+    assert not isinstance(item, Damage)
+    return item[1]
+
+
+def _codes(match: pb.Match, twin: ModuleType) -> list[str]:
+    codes = sorted({f.code for f in validate_match(match, engine=twin).findings})
+    fast = fastcheck.validate_payload(match.SerializeToString(), Location())
+    assert sorted({f.code for f in fast.findings}) == codes  # the fast path agrees
+    return codes
+
+
+def test_a_dealer_seat_that_does_not_exist_is_a_warning(twin: ModuleType) -> None:
+    match = _first("valid/classic.krec")
+    match.deals[4].dealer = 7
+    assert _codes(match, twin) == ["WRONG_DEALER"]
+    (finding,) = validate_match(match, engine=twin).findings
+    assert finding.severity is Severity.WARNING and "does not exist" in finding.message
+
+
+def test_options_spelled_out_override_the_preset(twin: ModuleType) -> None:
+    """An underruff is legal in classic; spelled-out must_overtrump makes it illegal."""
+    match = _first("invalid/must-overtrump.krec")
+    assert _codes(match, twin) == ["MUST_OVERTRUMP"]
+    match.ruleset.must_overtrump = False
+    assert _codes(match, twin) == []
+    match.ruleset.ClearField("must_overtrump")  # a house name: unset options are classic's
+    assert _codes(match, twin) == []
+
+
+def test_a_house_ruleset_spelled_out_in_full_needs_no_preset(twin: ModuleType) -> None:
+    match = _first("valid/kahvehane.krec")
+    match.ruleset.preset = "our café"
+    assert _codes(match, twin) == []
+
+
+def test_an_unknown_preset_without_options_is_reported_not_guessed(twin: ModuleType) -> None:
+    match = _first("valid/classic.krec")
+    match.ruleset.CopyFrom(pb.Ruleset(preset="our café"))
+    (finding,) = validate_match(match, engine=twin).findings
+    assert finding.code == "RULESET_INVALID" and "our café" in finding.message
+
+
+def test_a_preset_name_alone_means_the_preset(twin: ModuleType) -> None:
+    match = _first("valid/rotation.krec")
+    match.ruleset.CopyFrom(pb.Ruleset(preset="rotation"))
+    assert _codes(match, twin) == []
+
+
+def test_an_in_progress_match_may_stop_mid_deal(twin: ModuleType) -> None:
+    match = _first("valid/abandoned.krec")
+    match.status = pb.MATCH_STATUS_IN_PROGRESS
+    assert _codes(match, twin) == []
+    match.status = pb.MATCH_STATUS_COMPLETE
+    assert "DEAL_INCOMPLETE" in _codes(match, twin)
