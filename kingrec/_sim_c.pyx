@@ -58,29 +58,11 @@ cdef extern from *:
     int bit_length "ksim_bit_length"(unsigned int x) nogil
 
 # Contracts (kingrec.contracts.Contract), engine flags (kingrec.rules.F_*) and deal ends
-# (kingrec._engine_types): checked against the Python values by tests/test_sim_twins.py.
+# (kingrec._engine_types) are shared with the engine twin; tests/test_sim_twins.py holds
+# them and the card constants below to the Python values.
+from kingrec._engine_consts cimport *
+
 cdef enum:
-    KOZ = 1
-    EL_ALMAZ = 2
-    KUPA = 3
-    ERKEK = 4
-    KIZ = 5
-    RIFKI = 6
-    SON_IKI = 7
-
-    F_MUST_RUFF = 1
-    F_MUST_OVERTRUMP = 2
-    F_RAISE_ON_TRUMP_LEAD = 4
-    F_TRUMP_LEAD_BREAK = 8
-    F_HEART_LEAD_BAN = 16
-    F_WITHHOLDING = 32
-    F_VOID_DISCARD = 64
-    F_RIFKI_HEART_AFTER_KING = 128
-    F_EARLY_END = 256
-
-    END_ALL_TRICKS = 1
-    END_EARLY = 2
-
     HEARTS = 2
     JACK = 9
     QUEEN = 10
