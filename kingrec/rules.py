@@ -150,6 +150,8 @@ class Ruleset:
         if self.schedule is Schedule.ROTATION:
             return sum(self.full_total(c) for c in Contract) == 0
         if self.schedule is Schedule.QUOTA:
+            if self.deal_count != 4 * (self.koz_quota + self.penalty_quota):
+                return False  # the quotas are not all used up, so nothing forces a balance
             koz = 4 * self.koz_quota * self.full_total(Contract.KOZ)
             if 4 * self.penalty_quota != 6 * self.max_per_penalty:
                 return False  # penalty contracts need not be played equally often

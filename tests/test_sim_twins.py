@@ -13,9 +13,11 @@ from hypothesis import strategies as st
 
 from kingrec import _engine_types, bots, cards, rules, simulate
 from kingrec.contracts import CARD_CONTRACTS, Contract
-from kingrec.rules import PRESETS, DealerRule, FirstDeclarerRule, Ruleset, Schedule, preset
+from kingrec.rules import PRESETS, FirstDeclarerRule, Ruleset, Schedule
 from kingrec.simulate import _twin_schedule, allowed_contracts, derive_seed, simulate_match
 from kingrec.validator import validate_match
+
+from rulesets import HOUSE
 
 try:
     _SIM_C: ModuleType | None = importlib.import_module("kingrec._sim_c")
@@ -24,32 +26,8 @@ except ImportError:  # pragma: no cover - the compiled twin is not built
 
 needs_twin = pytest.mark.skipif(_SIM_C is None, reason="kingrec._sim_c is not built")
 
-E, KU, ER, KI, R, S, K = (
-    Contract.EL_ALMAZ,
-    Contract.KUPA,
-    Contract.ERKEK,
-    Contract.KIZ,
-    Contract.RIFKI,
-    Contract.SON_IKI,
-    Contract.KOZ,
-)
 
-_VARIANTS: dict[str, Ruleset] = {
-    **PRESETS,
-    "fixed": preset("classic").replace(
-        preset="house", schedule=Schedule.FIXED, deal_count=14, fixed_order=(E, KU, ER, KI, R, S, K)
-    ),
-    "holder": preset("classic").replace(
-        preset="house",
-        first_declarer=FirstDeclarerRule.HOLDER_OF_CARD,
-        dealer=DealerRule.SEAT_BEFORE_DECLARER,
-    ),
-    "overtrump": preset("kahvehane").replace(
-        dealer=DealerRule.DECLARER, must_overtrump=True, play_timeout_ms=3000, trump_timeout_ms=2000
-    ),
-    "no_clock": preset("plain").replace(play_timeout_ms=0, trump_timeout_ms=0),
-    "no_ruff": preset("classic").replace(must_ruff=False, early_end=frozenset()),
-}
+_VARIANTS: dict[str, Ruleset] = {**PRESETS, **HOUSE}
 
 
 def _both(rules: Ruleset, seed: int, think_times: bool = True) -> tuple[bytes, bytes]:

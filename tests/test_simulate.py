@@ -16,8 +16,6 @@ from kingrec.contracts import PENALTY_CONTRACTS, Contract
 from kingrec.game import DealPlay
 from kingrec.rules import (
     PRESETS,
-    DealerRule,
-    FirstDeclarerRule,
     RevokeRule,
     Ruleset,
     Schedule,
@@ -32,15 +30,7 @@ from kingrec.simulate import (
 from kingrec.v1 import record_pb2 as pb
 from kingrec.validator import _Schedule, validate_match
 
-K, E, KU, ER, KI, R, S = (
-    Contract.KOZ,
-    Contract.EL_ALMAZ,
-    Contract.KUPA,
-    Contract.ERKEK,
-    Contract.KIZ,
-    Contract.RIFKI,
-    Contract.SON_IKI,
-)
+from rulesets import ER, HOUSE, KI, KU, E, K, R, S
 
 
 def _assert_clean(match: pb.Match) -> None:
@@ -94,27 +84,7 @@ def test_rotation_declares_every_contract_once() -> None:
     assert chosen == sorted((s, int(c)) for s in range(4) for c in Contract)
 
 
-_VARIANTS = {
-    "penalty_only_4": preset("classic").replace(preset="house", penalty_only_deals=4),
-    "twelve": preset("classic").replace(
-        preset="house", deal_count=12, koz_quota=1, penalty_quota=2
-    ),
-    "tight": preset("classic").replace(
-        preset="house", deal_count=16, koz_quota=3, penalty_quota=2, max_per_penalty=1
-    ),
-    "fixed": preset("classic").replace(
-        preset="house", schedule=Schedule.FIXED, deal_count=14, fixed_order=(E, KU, ER, KI, R, S, K)
-    ),
-    "holder": preset("classic").replace(
-        preset="house",
-        first_declarer=FirstDeclarerRule.HOLDER_OF_CARD,
-        dealer=DealerRule.SEAT_BEFORE_DECLARER,
-    ),
-    "dealer": preset("kahvehane").replace(
-        dealer=DealerRule.DECLARER, must_overtrump=True, play_timeout_ms=3000, trump_timeout_ms=2000
-    ),
-    "no_clock": preset("plain").replace(play_timeout_ms=0, trump_timeout_ms=0),
-}
+_VARIANTS = HOUSE
 
 
 @pytest.mark.parametrize("name", sorted(_VARIANTS))

@@ -70,3 +70,15 @@ def test_an_in_progress_match_may_stop_mid_deal(twin: ModuleType) -> None:
     assert _codes(match, twin) == []
     match.status = pb.MATCH_STATUS_COMPLETE
     assert "DEAL_INCOMPLETE" in _codes(match, twin)
+
+
+def test_totals_need_not_balance_when_the_quotas_cannot_be_used_up(twin: ModuleType) -> None:
+    """Quota 2+3 over 16 deals: a seat declares 4 times, so koz and penalties need not cancel."""
+    from kingrec.rules import preset
+    from kingrec.simulate import simulate_match
+
+    rules = preset("classic").replace(preset="sixteen", deal_count=16)
+    assert not rules.is_zero_sum()
+    match = simulate_match(rules, 3)
+    assert sum(match.claimed_totals) != 0
+    assert _codes(match, twin) == []
