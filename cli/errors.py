@@ -14,6 +14,7 @@ from kingrec.rules import RulesetError
 EXIT_OK = 0
 EXIT_INVALID = 1  # some record is not a valid match
 EXIT_UNREADABLE = 2  # a file could not be read, is damaged, or the usage was wrong
+EXIT_INTERNAL = 3  # a bug in kingrec
 
 USER_ERRORS = (RecordFileError, RulesetError, CardError, OSError)
 
@@ -36,6 +37,8 @@ def user_errors() -> Iterator[None]:
     """Turn the library's expected failures into one clear line and exit code 2."""
     try:
         yield
+    except BrokenPipeError:
+        raise  # the reader went away (``| head``): not an error to explain, see main.run
     except RecordFileError as exc:
         raise Failed(str(exc), exc.code) from None
     except USER_ERRORS as exc:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from kingrec import __version__
 
 from .convert import convert
+from .errors import EXIT_INTERNAL
 from .show import show
 from .simulate import simulate
 from .validate import validate
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -28,3 +32,23 @@ main.add_command(validate)
 main.add_command(show)
 main.add_command(convert)
 main.add_command(simulate)
+
+
+def run() -> None:
+    """The console script: ``main`` without tracebacks for the user."""
+    try:
+        main()
+    except BrokenPipeError:
+        # The reader of our output went away (``kingrec validate --json big | head``).
+        # Point stdout at /dev/null so the interpreter's final flush stays quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    except Exception as exc:  # a bug in kingrec: say so in one line, keep the trace for debugging
+        if os.environ.get("KINGREC_DEBUG"):
+            raise
+        click.echo(
+            f"kingrec: internal error: {type(exc).__name__}: {exc} "
+            "(please report it; KINGREC_DEBUG=1 shows the traceback)",
+            err=True,
+        )
+        sys.exit(EXIT_INTERNAL)

@@ -1,5 +1,5 @@
 """``python -m kingrec`` runs the command line."""
 
-from kingrec_cli.main import main
+from kingrec_cli.main import run
 
-main()
+run()

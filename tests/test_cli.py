@@ -189,3 +189,34 @@ def test_python_dash_m_kingrec_works() -> None:
                             check=False)  # fmt: skip
     assert result.returncode == 0
     assert b"kingrec" in result.stdout
+
+
+def test_a_closed_pipe_ends_the_command_quietly() -> None:
+    kingrec = Path(sys.executable).parent / "kingrec"
+    big = " ".join([str(CLASSIC)] * 200)
+    result = subprocess.run(
+        f"{kingrec} validate --json --all {big} | head -c 10", shell=True, capture_output=True,
+        check=False,
+    )  # fmt: skip
+    assert len(result.stdout) == 10
+    assert result.stderr == b""
+
+
+def test_a_bug_is_one_line_and_exit_3_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import kingrec_cli.validate
+    from kingrec_cli.main import run
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("the engine fell over")
+
+    monkeypatch.setattr(kingrec_cli.validate, "_judged", broken)
+    monkeypatch.setattr(sys, "argv", ["kingrec", "validate", str(CLASSIC)])
+    monkeypatch.delenv("KINGREC_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exit_:
+        run()
+    assert exit_.value.code == 3
+    err = capsys.readouterr().err
+    assert "internal error: RuntimeError: the engine fell over" in err
+    assert "Traceback" not in err
