@@ -126,10 +126,15 @@ def validate_payload(payload: bytes, location: Location | None = None) -> MatchR
     return _report(payload, verdict, location or Location())
 
 
+def _clean_report(verdict: tuple[int, bytes], location: Location) -> MatchReport:
+    """The report of a match the compiled checker vouched for: no findings."""
+    return MatchReport(verdict[1].decode("utf-8"), location, deals=verdict[0])
+
+
 def _report(payload: bytes, verdict: _Verdict, location: Location) -> MatchReport:
     if verdict is None:
         return validate_match(pb.Match.FromString(payload), location)
-    return MatchReport(verdict[1].decode("utf-8"), location, deals=verdict[0])
+    return _clean_report(verdict, location)
 
 
 def validate_frames(
@@ -153,7 +158,7 @@ def validate_frames(
             location, payload = item
             verdict = next(verdicts)
             if verdict is not None:
-                yield MatchReport(verdict[1].decode("utf-8"), location, deals=verdict[0])
+                yield _clean_report(verdict, location)
                 continue
             decoded = decode_frame(location, payload)
             yield decoded if isinstance(decoded, Damage) else validate_match(decoded, location)

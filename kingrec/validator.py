@@ -286,8 +286,6 @@ class _MatchCheck:
             self.report_violation(head, number, v)
         self.check_end(deal, number, head, replay, last=last, complete=complete)
         scores = compute_deal_scores(replay, rules, deal.contract)
-        if replay.end == END_REVOKE:
-            self.whole = False
         for s in range(4):
             self.totals[s] += scores[s]
         claimed = list(deal.claimed_scores)
@@ -459,7 +457,7 @@ class _MatchCheck:
         last: bool,
         complete: bool,
     ) -> None:
-        if replay.end in (END_UNREADABLE, END_INCOMPLETE):
+        if replay.end in (END_UNREADABLE, END_INCOMPLETE, END_REVOKE):
             self.whole = False
         if replay.end == END_UNREADABLE:
             return
