@@ -1,0 +1,125 @@
+"""Every failure kingrec raises on purpose: one ``KingrecError`` base, one class per failure.
+
+Each class carries a stable ``code`` (the same names the validator's findings use where the
+two meet), so the CLI and the gRPC service each map errors to exit statuses or status codes
+in one table, by class. Findings about a record (an illegal play inside a match that was
+read fine) are not errors: the validator reports them, see ``kingrec.findings``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CardError",
+    "ContractError",
+    "IllegalPlayError",
+    "JsonRecordError",
+    "KingrecError",
+    "LimitError",
+    "NotRecordFileError",
+    "RecordBuildError",
+    "RecordFileError",
+    "RulesetError",
+    "UnreadableFileError",
+    "UnsupportedVersionError",
+]
+
+
+class KingrecError(Exception):
+    """Base of every error kingrec raises on purpose; ``code`` names the failure."""
+
+    code = "KINGREC_ERROR"
+
+
+# -- files ----------------------------------------------------------------------------
+
+
+class RecordFileError(KingrecError):
+    """A file (or stream) that cannot be read as records at all.
+
+    ``offset`` is the byte where the problem was found, when that is known.
+    """
+
+    code = "UNREADABLE"
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class NotRecordFileError(RecordFileError):
+    """Neither a .krec container nor JSON records (the message says what it looks like)."""
+
+    code = "NOT_KREC"
+
+
+class UnsupportedVersionError(RecordFileError):
+    """A .krec container from a newer kingrec (format version or header flags unknown)."""
+
+    code = "UNSUPPORTED_VERSION"
+
+
+class UnreadableFileError(RecordFileError):
+    """A file that cannot be opened or read: missing, a directory, no permission, cut short."""
+
+    code = "UNREADABLE"
+
+
+# -- values ---------------------------------------------------------------------------
+
+
+class RulesetError(KingrecError, ValueError):
+    """A ruleset that cannot be resolved or applied (unknown preset with options missing, …)."""
+
+    code = "RULESET_INVALID"
+
+
+class CardError(KingrecError, ValueError):
+    """Text or a code that does not name a card."""
+
+    code = "NOT_A_CARD"
+
+
+class ContractError(KingrecError, ValueError):
+    """Text or a number that does not name one of the seven contracts."""
+
+    code = "CONTRACT_UNKNOWN"
+
+
+class JsonRecordError(KingrecError, ValueError):
+    """A JSON record that does not map onto the schema; the message names the path."""
+
+    code = "JSON_INVALID"
+
+
+class LimitError(KingrecError, ValueError):
+    """A record over one of kingrec's bounds (``kingrec.limits``); the message names it."""
+
+    code = "LIMIT_EXCEEDED"
+
+
+class RecordBuildError(KingrecError, ValueError):
+    """A game handed to the record builder that cannot make a record (wrong hands, …)."""
+
+    code = "RECORD_INVALID"
+
+
+# -- play -----------------------------------------------------------------------------
+
+
+class IllegalPlayError(KingrecError, ValueError):
+    """A card that may not be played now.
+
+    ``verdict`` is the finding code of the rule it breaks (``MUST_FOLLOW_SUIT``, …, or
+    ``DEAL_OVER``) and ``legal`` the cards that were legal, as card codes.
+    """
+
+    code = "ILLEGAL_PLAY"
+
+    def __init__(self, message: str, verdict: str = "", legal: tuple[int, ...] = ()) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+        self.legal = legal
