@@ -20,27 +20,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from kingrec import simulate
+from kingrec import _twins
 from kingrec.rules import PRESETS
 from kingrec.simulate import derive_seed, simulate_match
 
 
 def in_process(preset: str, matches: int, twin: str) -> float:
     """Deals per second of simulating and serializing ``matches`` matches in this process."""
-    saved = simulate._twin
-    if twin == "python":
-        simulate._twin = None
-    try:
-        rules = PRESETS[preset]
-        began = time.perf_counter()
-        deals = 0
-        for i in range(matches):
-            match = simulate_match(rules, derive_seed(0, i))
-            match.SerializeToString()
-            deals += len(match.deals)
-        return deals / (time.perf_counter() - began)
-    finally:
-        simulate._twin = saved
+    twins = _twins.PYTHON if twin == "python" else _twins.COMPILED
+    rules = PRESETS[preset]
+    began = time.perf_counter()
+    deals = 0
+    for i in range(matches):
+        match = simulate_match(rules, derive_seed(0, i), twins=twins)
+        match.SerializeToString()
+        deals += len(match.deals)
+    return deals / (time.perf_counter() - began)
 
 
 def command(preset: str, matches: int, jobs: int, suffix: str) -> tuple[float, float]:
@@ -68,8 +63,8 @@ def main() -> None:
     args = parser.parse_args()
     preset, n = args.preset, args.matches
 
-    print(f"preset {preset}, {os.cpu_count()} CPU(s), simulator twin {simulate.TWIN}")
-    if simulate.TWIN == "cython":
+    print(f"preset {preset}, {os.cpu_count()} CPU(s), simulator twin {_twins.ACTIVE.name}")
+    if _twins.COMPILED is not None:
         print(f"in-process, 1 core, compiled twin: {in_process(preset, n, 'cython'):9,.0f} deals/s")
     rate = in_process(preset, args.python_matches, "python")
     print(f"in-process, 1 core, pure Python:   {rate:9,.0f} deals/s")

@@ -32,6 +32,7 @@ from itertools import islice
 from pathlib import Path
 
 from kingrec import _engine_py, fastcheck
+from kingrec.boundary import ruleset_from_proto
 from kingrec.container import Frame, KrecWriter, read_frames
 from kingrec.rules import Ruleset, preset
 from kingrec.simulate import derive_seed, simulate_match
@@ -89,7 +90,7 @@ def _deal_args(payloads: list[bytes], cache: dict[bytes, Ruleset]) -> list[DealA
     for payload in payloads:
         match = pb.Match.FromString(payload)
         raw = match.ruleset.SerializeToString()
-        rules = cache.get(raw) or cache.setdefault(raw, Ruleset.from_proto(match.ruleset))
+        rules = cache.get(raw) or cache.setdefault(raw, ruleset_from_proto(match.ruleset))
         for d in match.deals:
             trump = d.trump - 1 if 1 <= d.trump <= 4 else -1
             revoke = d.revoke_play if d.HasField("revoke_play") else -1

@@ -7,12 +7,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from kingrec.boundary import ruleset_from_proto
 from kingrec.cards import SUIT_SYMBOLS, card_symbol
 from kingrec.contracts import Contract
 from kingrec.findings import Location
 from kingrec.records import Damage, open_records
 from kingrec.replay import DealView, replay_match
-from kingrec.rules import Ruleset
 from kingrec.v1 import record_pb2 as pb
 
 from .errors import Failed, user_errors
@@ -87,7 +87,7 @@ def show(
     """
     location, match = _pick(file, match_id, index)
     with user_errors():
-        rules = Ruleset.from_proto(match.ruleset)
+        rules = ruleset_from_proto(match.ruleset)
     console = Console(highlight=False)
     names = _seat_names(match)
     status = _STATUS.get(match.status, "status not set")

@@ -1,9 +1,12 @@
-"""The rules engine, pure Python: the readable reference twin.
+"""The rules engine, pure Python: the readable reference twin (the spec in code).
 
-Everything is plain ints: cards 0..51, hands and card sets as 52-bit masks,
-suits 0..3 (trump -1 when there is none), contracts as ``kingrec.v1.Contract``
-numbers, options as the ``F_*`` flag bits of ``kingrec.rules``. The Cython twin
-(``_engine_c.pyx``) has the same functions with the same results.
+Everything is plain ints: cards 0..51, hands and card sets as 52-bit masks, suits 0..3
+(trump -1 when there is none), contracts as ``kingrec.v1.Contract`` numbers, options as the
+``F_*`` flag bits of ``kingrec._engine_types``. The compiled twin (``_engine_c.pyx`` over
+``_core.pxd``) has the same functions and class with the same results.
+
+``judge_play`` is the filter chain of RULES.md "Which rule a bad card breaks"; ``Deal`` plays
+one deal card by card (closing tricks, ending early); ``replay_deal`` judges a recorded deal.
 """
 
 from __future__ import annotations
@@ -14,8 +17,19 @@ from ._engine_types import (
     END_ALL_TRICKS,
     END_EARLY,
     END_INCOMPLETE,
+    END_PLAYING,
     END_REVOKE,
     END_UNREADABLE,
+    F_EARLY_END,
+    F_HEART_LEAD_BAN,
+    F_MUST_OVERTRUMP,
+    F_MUST_RUFF,
+    F_RAISE_ON_TRUMP_LEAD,
+    F_REVOKE_PENALIZE,
+    F_RIFKI_HEART_AFTER_KING,
+    F_TRUMP_LEAD_BREAK,
+    F_VOID_DISCARD,
+    F_WITHHOLDING,
     HEART_LEAD_BANNED,
     LEGAL,
     MUST_DISCARD_PENALTY_CARD,
@@ -33,20 +47,8 @@ from ._engine_types import (
 )
 from .cards import HEARTS, SUIT_MASKS
 from .contracts import PENALTY_MASKS, Contract
-from .rules import (
-    F_EARLY_END,
-    F_HEART_LEAD_BAN,
-    F_MUST_OVERTRUMP,
-    F_MUST_RUFF,
-    F_RAISE_ON_TRUMP_LEAD,
-    F_REVOKE_PENALIZE,
-    F_RIFKI_HEART_AFTER_KING,
-    F_TRUMP_LEAD_BREAK,
-    F_VOID_DISCARD,
-    F_WITHHOLDING,
-)
 
-__all__ = ["judge_play", "legal_plays", "replay_deal", "trick_units", "trick_winner"]
+__all__ = ["Deal", "judge_play", "legal_plays", "replay_deal", "trick_units", "trick_winner"]
 
 _HEARTS = SUIT_MASKS[HEARTS]
 
@@ -151,6 +153,123 @@ def trick_units(trick: Sequence[int], trick_index: int, contract: int) -> int:
     return sum(1 for card in trick if mask >> card & 1)
 
 
+class Deal:
+    """One deal being played, card by card, from the declarer's lead to its end.
+
+    ``hands`` is 52 card codes (seat s holds ``hands[13*s:13*s+13]``); the caller checks
+    that they partition the deck. ``push`` plays a card as played (legal or not); ``step``
+    plays a recorded card the way a record is judged. ``end`` is ``END_PLAYING`` until the
+    deal is over.
+    """
+
+    __slots__ = (
+        "contract",
+        "end",
+        "flags",
+        "held",
+        "leader",
+        "nplays",
+        "penalty",
+        "played",
+        "revoker",
+        "trick",
+        "trump",
+        "units",
+        "winners",
+    )
+
+    def __init__(
+        self, hands: Sequence[int], declarer: int, contract: int, trump: int, flags: int
+    ) -> None:
+        held = [0, 0, 0, 0]
+        for i in range(52):
+            held[i // 13] |= 1 << hands[i]
+        self.held = held  # each seat's cards still in hand
+        self.played = 0  # cards of completed tricks
+        self.penalty = PENALTY_MASKS[contract]
+        self.flags = flags
+        self.contract = contract
+        self.trump = trump
+        self.leader = declarer  # the seat that led the trick on the table
+        self.trick: list[int] = []  # the trick on the table, leader first
+        self.winners = bytearray()  # winning seat of each completed trick
+        self.units = [0, 0, 0, 0]  # scoring units taken per seat
+        self.end = END_PLAYING
+        self.revoker = -1  # seat of a penalized revoke
+        self.nplays = 0  # plays that belong to the deal
+
+    @property
+    def to_play(self) -> int:
+        return (self.leader + len(self.trick)) % 4
+
+    def judge(self, card: int) -> tuple[int, int]:
+        """The verdict on ``card`` played now by the seat to play, and the legal cards."""
+        return judge_play(
+            self.held[self.to_play],
+            self.trick,
+            card,
+            self.contract,
+            self.trump,
+            self.flags,
+            self.played,
+        )
+
+    def legal(self) -> int:
+        """The mask of cards the seat to play may play."""
+        return self.judge(52)[1]
+
+    def push(self, card: int) -> int:
+        """Play ``card`` for the seat to play, as played; close the trick on its fourth card.
+
+        Returns the trick's winning seat, or -1 while the trick is open. The deal ends after
+        thirteen tricks, or early once every penalty card has fallen (``F_EARLY_END``).
+        """
+        trick = self.trick
+        self.held[(self.leader + len(trick)) % 4] &= ~(1 << card)
+        trick.append(card)
+        self.nplays += 1
+        if len(trick) < 4:
+            return -1
+        winner = (self.leader + trick_winner(trick, self.trump)) % 4
+        self.units[winner] += trick_units(trick, len(self.winners), self.contract)
+        self.winners.append(winner)
+        for c in trick:
+            self.played |= 1 << c
+        trick.clear()
+        self.leader = winner
+        if len(self.winners) == 13:
+            self.end = END_ALL_TRICKS
+        elif self.flags & F_EARLY_END and self.played & self.penalty == self.penalty:
+            self.end = END_EARLY
+        return winner
+
+    def step(self, card: int, revoke_mark: bool = False) -> tuple[int, int]:
+        """One recorded play, judged and played as played: (finding code, legal cards).
+
+        The code is ``LEGAL`` when the play gives no finding. A byte that is no card stops
+        the replay (``END_UNREADABLE``, scores void). A play the record marks as a revoke
+        under ``F_REVOKE_PENALIZE`` ends the deal there (``END_REVOKE``): the revoker will
+        score the contract's full total and the deal's other scores are void; the mark is a
+        finding only when the card was in fact legal (or not even held).
+        """
+        if card >= 52:
+            self.end = END_UNREADABLE
+            self.units = [0, 0, 0, 0]
+            return NOT_A_CARD, 0
+        seat = self.to_play
+        code, legal = self.judge(card)
+        if revoke_mark and self.flags & F_REVOKE_PENALIZE:
+            self.end = END_REVOKE
+            self.revoker = seat
+            self.nplays += 1
+            self.units = [0, 0, 0, 0]
+            if code == LEGAL:
+                return REVOKE_MARK_ON_LEGAL_PLAY, legal
+            return (NOT_IN_HAND if code == NOT_IN_HAND else LEGAL), legal
+        self.push(card)
+        return code, legal
+
+
 def replay_deal(
     hands: bytes,
     plays: bytes,
@@ -166,49 +285,23 @@ def replay_deal(
     deck; the caller checks that. Illegal plays are recorded and play goes on as played.
     ``revoke_play`` is the index of a play the record marks as a penalized revoke (-1: none).
     """
-    held = [0, 0, 0, 0]
-    for i in range(52):
-        held[i // 13] |= 1 << hands[i]
-    penalty = PENALTY_MASKS[contract]
-    units = [0, 0, 0, 0]
-    winners = bytearray()
+    deal = Deal(hands, declarer, contract, trump, flags)
     violations: list[Violation] = []
-    played = 0  # cards of completed tricks
-    trick: list[int] = []
-    leader = declarer
     for index, card in enumerate(plays):
-        seat = (leader + len(trick)) % 4
-        if card >= 52:
-            violations.append(Violation(index, seat, card, NOT_A_CARD, 0))
-            return DealReplay(END_UNREADABLE, index, bytes(winners), (0, 0, 0, 0), -1, violations)
-        code, legal = judge_play(held[seat], trick, card, contract, trump, flags, played)
-        if index == revoke_play and flags & F_REVOKE_PENALIZE:
-            if code in (LEGAL, NOT_IN_HAND):
-                violations.append(
-                    Violation(index, seat, card, code or REVOKE_MARK_ON_LEGAL_PLAY, legal)
-                )
-            return DealReplay(END_REVOKE, index + 1, bytes(winners), (0, 0, 0, 0), seat, violations)
+        seat = deal.to_play
+        code, legal = deal.step(card, index == revoke_play)
         if code != LEGAL:
             violations.append(Violation(index, seat, card, code, legal))
-        held[seat] &= ~(1 << card)
-        trick.append(card)
-        if len(trick) < 4:
-            continue
-        winner = (leader + trick_winner(trick, trump)) % 4
-        units[winner] += trick_units(trick, len(winners), contract)
-        winners.append(winner)
-        for c in trick:
-            played |= 1 << c
-        trick.clear()
-        leader = winner
-        if len(winners) == 13:
-            return DealReplay(
-                END_ALL_TRICKS, index + 1, bytes(winners), _tuple4(units), -1, violations
-            )
-        if flags & F_EARLY_END and played & penalty == penalty:
-            return DealReplay(END_EARLY, index + 1, bytes(winners), _tuple4(units), -1, violations)
-    return DealReplay(END_INCOMPLETE, len(plays), bytes(winners), _tuple4(units), -1, violations)
-
-
-def _tuple4(units: list[int]) -> tuple[int, int, int, int]:
-    return (units[0], units[1], units[2], units[3])
+        if deal.end != END_PLAYING:
+            break
+    else:
+        deal.end = END_INCOMPLETE
+    units = deal.units
+    return DealReplay(
+        deal.end,
+        deal.nplays,
+        bytes(deal.winners),
+        (units[0], units[1], units[2], units[3]),
+        deal.revoker,
+        violations,
+    )

@@ -1,8 +1,24 @@
-"""Plain types and int codes shared by both engine twins (pure Python and Cython)."""
+"""Plain types and int codes shared by both engine twins (pure Python and Cython).
+
+The compiled core (``_core.pxd``) holds the same numbers as C enums; ``kingrec._engine_c``
+checks them against these when it is imported, so the two can never drift apart.
+"""
 
 from __future__ import annotations
 
 from typing import NamedTuple
+
+# Engine flag bits: the options of a ruleset in force for one deal (``Ruleset.deal_flags``).
+F_MUST_RUFF = 1
+F_MUST_OVERTRUMP = 2
+F_RAISE_ON_TRUMP_LEAD = 4
+F_TRUMP_LEAD_BREAK = 8
+F_HEART_LEAD_BAN = 16
+F_WITHHOLDING = 32
+F_VOID_DISCARD = 64
+F_RIFKI_HEART_AFTER_KING = 128
+F_EARLY_END = 256
+F_REVOKE_PENALIZE = 512
 
 # Play verdicts, in the order the filters of RULES.md "Which rule a bad card breaks" run.
 LEGAL = 0
@@ -33,12 +49,19 @@ VERDICT_NAMES = (
     "REVOKE_MARK_ON_LEGAL_PLAY",
 )
 
-# How a replayed deal ended (values match kingrec.v1.DealEnd; 0 = replay had to stop).
-END_UNREADABLE = 0
-END_ALL_TRICKS = 1
-END_EARLY = 2
-END_INCOMPLETE = 3
-END_REVOKE = 4
+# How a deal stands or ended. The proto's DealEnd differs (see ``kingrec.boundary``).
+END_PLAYING = 0  # still being played
+END_ALL_TRICKS = 1  # thirteen tricks
+END_EARLY = 2  # the last penalty card fell (F_EARLY_END)
+END_INCOMPLETE = 3  # the recorded plays ran out first
+END_REVOKE = 4  # a play marked as a penalized revoke stopped it
+END_UNREADABLE = 5  # a play byte that is no card stopped the replay
+
+# What a declaration breaks in the schedule (``kingrec.schedule``).
+SCHEDULE_OK = 0
+SCHEDULE_QUOTA = 1  # CONTRACT_QUOTA
+SCHEDULE_LIMIT = 2  # PENALTY_CONTRACT_LIMIT
+SCHEDULE_NOT_SCHEDULED = 3  # CONTRACT_NOT_SCHEDULED
 
 
 class Violation(NamedTuple):

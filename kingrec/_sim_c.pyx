@@ -1,27 +1,34 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False, overflowcheck=False, embedsignature=False
-"""The match simulator's deal loop and bots, compiled: the fast twin of ``kingrec.simulate``.
+"""The match simulator's deals, compiled: the fast twin of ``kingrec._sim_py``.
 
-``play_match`` plays every deal of one match exactly as the pure-Python simulator does
-(``kingrec.simulate._deal`` with ``kingrec.bots``) and returns what the record needs; the
-Python side still builds the ``Match`` message. Both twins draw from the same random
-streams: the two ``random.Random`` generators of a match are handed over as their
-``getstate()`` and this module continues them with its own copy of CPython's Mersenne
-Twister and of the ``random`` module's algorithms (``_randbelow``, ``shuffle``, ``choice``,
-``random``, ``gauss``, ``normalvariate``, ``lognormvariate``), using the same libm calls in
-the same order, so the matches are byte-identical. ``tests/test_sim_twins.py`` holds the
-two twins to that.
+``play_match`` plays every deal of one match exactly as the pure-Python twin does (the same
+bots of ``kingrec.bots``, the same schedule) and returns the same ``PlayedDeal`` tuples;
+``kingrec.simulate`` builds the ``Match``. Both twins draw from the same random streams: the
+two ``random.Random`` generators of a match are handed over as their ``getstate()`` and this
+module continues them with its own copy of CPython's Mersenne Twister and of the ``random``
+module's algorithms (``_randbelow``, ``shuffle``, ``choice``, ``random``, ``gauss``,
+``normalvariate``, ``lognormvariate``), using the same libm calls in the same order, so the
+matches are byte-identical. ``tests/test_simulate.py`` holds the two twins to that.
 
-The rules engine's legal-card filters are repeated here on C masks (the same filters as
-``_engine_py.judge_play``); so is the koz/penalty card play of ``kingrec.bots``. Only the
-plain match is compiled: abandoned matches and revokes stay with the reference simulator.
+The rules (legal cards, closing tricks, the schedule) are the compiled core's
+(``_core.pxd``); the bots' card play is ported here from ``kingrec.bots``. Only the plain
+match is compiled: abandoned matches and revokes stay with the reference simulator.
 """
 
 from libc.math cimport cos, exp, log, sin, sqrt
-from libc.stdint cimport uint32_t, uint64_t
-from libc.stdlib cimport free, malloc
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+
+from kingrec._core cimport (
+    ALL_CARDS, EL_ALMAZ, END_PLAYING, ERKEK, FIRST_HOLDER_OF_CARD, KIZ, KOZ, KUPA, RIFKI, SON_IKI,
+    SUIT, CoreRules, DealState, Tally, above,
+    below, deal_legal, deal_push, deal_scores, deal_start, high_card, low_card, popcount,
+    tally_add, tally_allowed, tally_clear, trick_winner,
+)
 
 import random as _random
+
+from kingrec._sim_py import PlayedDeal
 
 __all__ = ["CONSTANTS", "play_match"]
 
@@ -31,36 +38,14 @@ cdef extern from *:
     """
     #if defined(_MSC_VER)
     #include <intrin.h>
-    static __inline int ksim_popcount(unsigned long long x) {
-        int n = 0;
-        while (x) { x &= x - 1; n++; }
-        return n;
-    }
-    static __inline int ksim_low(unsigned long long x) {
-        unsigned long i; _BitScanForward64(&i, x); return (int)i;
-    }
-    static __inline int ksim_high(unsigned long long x) {
-        unsigned long i; _BitScanReverse64(&i, x); return (int)i;
-    }
     static __inline int ksim_bit_length(unsigned int x) {
         unsigned long i; if (!x) return 0; _BitScanReverse(&i, x); return (int)i + 1;
     }
     #else
-    static inline int ksim_popcount(unsigned long long x) { return __builtin_popcountll(x); }
-    static inline int ksim_low(unsigned long long x) { return __builtin_ctzll(x); }
-    static inline int ksim_high(unsigned long long x) { return 63 - __builtin_clzll(x); }
     static inline int ksim_bit_length(unsigned int x) { return x ? 32 - __builtin_clz(x) : 0; }
     #endif
     """
-    int popcount "ksim_popcount"(u64 x) nogil
-    int low_card "ksim_low"(u64 x) nogil
-    int high_card "ksim_high"(u64 x) nogil
     int bit_length "ksim_bit_length"(unsigned int x) nogil
-
-# Contracts (kingrec.contracts.Contract), engine flags (kingrec.rules.F_*) and deal ends
-# (kingrec._engine_types) are shared with the engine twin; tests/test_sim_twins.py holds
-# them and the card constants below to the Python values.
-from kingrec._engine_consts cimport *
 
 cdef enum:
     HEARTS = 2
@@ -74,26 +59,11 @@ cdef enum:
     MT_N = 624
     MT_M = 397
 
-# What the constants above stand for, for the test that holds them to the Python values.
+# The bots' constants, for the test that holds them to kingrec.cards and kingrec.bots.
 CONSTANTS = {
-    "KOZ": KOZ, "EL_ALMAZ": EL_ALMAZ, "KUPA": KUPA, "ERKEK": ERKEK, "KIZ": KIZ,
-    "RIFKI": RIFKI, "SON_IKI": SON_IKI,
-    "F_MUST_RUFF": F_MUST_RUFF, "F_MUST_OVERTRUMP": F_MUST_OVERTRUMP,
-    "F_RAISE_ON_TRUMP_LEAD": F_RAISE_ON_TRUMP_LEAD, "F_TRUMP_LEAD_BREAK": F_TRUMP_LEAD_BREAK,
-    "F_HEART_LEAD_BAN": F_HEART_LEAD_BAN, "F_WITHHOLDING": F_WITHHOLDING,
-    "F_VOID_DISCARD": F_VOID_DISCARD, "F_RIFKI_HEART_AFTER_KING": F_RIFKI_HEART_AFTER_KING,
-    "F_EARLY_END": F_EARLY_END,
-    "END_ALL_TRICKS": END_ALL_TRICKS, "END_EARLY": END_EARLY,
     "HEARTS": HEARTS, "JACK": JACK, "QUEEN": QUEEN, "KING": KING, "ACE": ACE,
     "KING_OF_HEARTS": KING_OF_HEARTS,
 }
-
-cdef u64 ALL = (1ULL << 52) - 1
-cdef u64 SUIT[4]
-SUIT[0] = RANKS
-SUIT[1] = <u64>RANKS << 13
-SUIT[2] = <u64>RANKS << 26
-SUIT[3] = <u64>RANKS << 39
 
 cdef double NV_MAGICCONST = _random.NV_MAGICCONST
 cdef double TWOPI = _random.TWOPI
@@ -158,7 +128,7 @@ cdef double rnd(MT* mt) noexcept nogil:
     return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
 
 
-cdef int below(MT* mt, int n) noexcept nogil:
+cdef int randbelow(MT* mt, int n) noexcept nogil:
     """``Random._randbelow(n)`` for 0 < n < 2**31 (``_randbelow_with_getrandbits``)."""
     cdef int k = bit_length(<unsigned int>n)
     cdef uint32_t r = genrand(mt) >> (32 - k)
@@ -193,135 +163,6 @@ cdef double gauss(MT* mt, double mu, double sigma) noexcept nogil:
     return mu + z * sigma
 
 
-# -- the rules engine's legal cards (as _engine_py.judge_play) -------------------------
-
-cdef inline u64 above(int card) noexcept nogil:
-    return SUIT[card // 13] & ~((2ULL << card) - 1)
-
-
-cdef inline u64 under(int card) noexcept nogil:
-    return SUIT[card // 13] & ((1ULL << card) - 1)
-
-
-cdef struct Deal:
-    u64 held[4]
-    u64 played          # cards of completed tricks
-    u64 penalty         # the contract's penalty cards
-    int trick[4]
-    int ntrick
-    int leader
-    int contract
-    int trump
-    int flags
-    int nplays
-    int ntricks
-    int units[4]
-    int end
-    unsigned char plays[52]
-
-
-cdef inline int highest_of_suit(Deal* d, int suit) noexcept nogil:
-    cdef int best = -1, i, card
-    for i in range(d.ntrick):
-        card = d.trick[i]
-        if card // 13 == suit and card > best:
-            best = card
-    return best
-
-
-cdef u64 legal_plays(Deal* d) noexcept nogil:
-    cdef u64 cands = d.held[(d.leader + d.ntrick) % 4]
-    cdef u64 sub, following
-    cdef bint koz = d.contract == KOZ
-    cdef int led, top
-    if d.ntrick == 0:
-        if koz and d.flags & F_TRUMP_LEAD_BREAK and not d.played & SUIT[d.trump]:
-            sub = cands & ~SUIT[d.trump]
-            if sub:
-                cands = sub
-        elif not koz and d.flags & F_HEART_LEAD_BAN and not d.played & SUIT[HEARTS]:
-            sub = cands & ~SUIT[HEARTS]
-            if sub:
-                cands = sub
-        return cands
-    led = d.trick[0] // 13
-    following = cands & SUIT[led]
-    if following:
-        cands = following
-        if koz and led == d.trump and d.flags & F_RAISE_ON_TRUMP_LEAD:
-            sub = cands & above(highest_of_suit(d, d.trump))
-            if sub:
-                cands = sub
-        elif not koz and d.flags & F_WITHHOLDING:
-            sub = cands & d.penalty & under(highest_of_suit(d, led))
-            if sub:
-                cands = sub
-    elif koz:
-        if d.flags & F_MUST_RUFF:
-            sub = cands & SUIT[d.trump]
-            if sub:
-                cands = sub
-        top = highest_of_suit(d, d.trump)
-        if d.flags & F_MUST_OVERTRUMP and top >= 0:
-            sub = cands & above(top)
-            if sub:
-                cands = sub
-    elif d.flags & F_VOID_DISCARD:
-        sub = cands & d.penalty
-        if sub:
-            cands = sub
-        elif d.flags & F_RIFKI_HEART_AFTER_KING:
-            sub = cands & SUIT[HEARTS]
-            if sub:
-                cands = sub
-    return cands
-
-
-cdef inline int trick_winner(int* trick, int n, int trump) noexcept nogil:
-    """Position in ``trick`` of the card that wins it (``_engine_py.trick_winner``)."""
-    cdef int best = 0, i, card, top
-    for i in range(1, n):
-        card = trick[i]
-        top = trick[best]
-        if card // 13 == top // 13:
-            if card > top:
-                best = i
-        elif card // 13 == trump:
-            best = i
-    return best
-
-
-cdef void push(Deal* d, int card) noexcept nogil:
-    """``DealPlay.push`` of a card known to be legal."""
-    cdef int seat = (d.leader + d.ntrick) % 4
-    cdef int winner, units, i
-    d.held[seat] &= ~(1ULL << card)
-    d.trick[d.ntrick] = card
-    d.ntrick += 1
-    d.plays[d.nplays] = <unsigned char>card
-    d.nplays += 1
-    if d.ntrick < 4:
-        return
-    winner = (d.leader + trick_winner(d.trick, 4, d.trump)) % 4
-    if d.contract == KOZ or d.contract == EL_ALMAZ:
-        units = 1
-    elif d.contract == SON_IKI:
-        units = 1 if d.ntricks >= 11 else 0
-    else:
-        units = 0
-        for i in range(4):
-            if d.penalty >> d.trick[i] & 1:
-                units += 1
-    d.units[winner] += units
-    d.ntricks += 1
-    for i in range(4):
-        d.played |= 1ULL << d.trick[i]
-    d.ntrick = 0
-    d.leader = winner
-    if d.ntricks == 13:
-        d.end = END_ALL_TRICKS
-    elif d.flags & F_EARLY_END and (d.played & d.penalty) == d.penalty:
-        d.end = END_EARLY
 
 
 # -- the bots' card play (as kingrec.bots) ---------------------------------------------
@@ -343,11 +184,11 @@ cdef int best(int* scores, int* cards, int n, MT* rng) noexcept nogil:
             nties += 1
     if nties == 1:
         return ties[0]
-    return ties[below(rng, nties)]
+    return ties[randbelow(rng, nties)]
 
 
-cdef inline u64 outstanding(Deal* d, u64 hand) noexcept nogil:
-    cdef u64 out = ALL & ~d.played & ~hand
+cdef inline u64 outstanding(DealState* d, u64 hand) noexcept nogil:
+    cdef u64 out = ALL_CARDS & ~d.played & ~hand
     cdef int i
     for i in range(d.ntrick):
         out &= ~(1ULL << d.trick[i])
@@ -380,7 +221,7 @@ cdef int discard(u64 hand, u64 legal, u64 penalty, MT* rng) noexcept nogil:
     return best(scores, cards, n, rng)
 
 
-cdef int lead_low(Deal* d, u64 hand, u64 legal, u64 penalty, MT* rng) noexcept nogil:
+cdef int lead_low(DealState* d, u64 hand, u64 legal, u64 penalty, MT* rng) noexcept nogil:
     cdef u64 out = outstanding(d, hand)
     cdef int scores[13]
     cdef int cards[13]
@@ -388,7 +229,7 @@ cdef int lead_low(Deal* d, u64 hand, u64 legal, u64 penalty, MT* rng) noexcept n
     while legal:
         card = low_card(legal)
         legal &= legal - 1
-        danger = 2 * popcount(out & under(card)) + suit_length(hand, card)
+        danger = 2 * popcount(out & below(card)) + suit_length(hand, card)
         if not out & above(card):  # a sure winner
             danger += 100 + 50 * <int>(penalty >> card & 1)
         scores[n] = -danger
@@ -397,7 +238,7 @@ cdef int lead_low(Deal* d, u64 hand, u64 legal, u64 penalty, MT* rng) noexcept n
     return best(scores, cards, n, rng)
 
 
-cdef int play_penalty(Deal* d, u64 legal, MT* rng) noexcept nogil:
+cdef int play_penalty(DealState* d, u64 legal, MT* rng) noexcept nogil:
     cdef u64 hand = d.held[(d.leader + d.ntrick) % 4]
     cdef u64 penalty = d.penalty
     cdef u64 follow, below_top, give, harmless
@@ -457,7 +298,7 @@ cdef int lead_koz(u64 hand, u64 legal, u64 trumps, u64 out, MT* rng) noexcept no
     return high_card(masters) if masters else low_card(legal)
 
 
-cdef int play_koz(Deal* d, u64 legal, MT* rng) noexcept nogil:
+cdef int play_koz(DealState* d, u64 legal, MT* rng) noexcept nogil:
     cdef u64 hand = d.held[(d.leader + d.ntrick) % 4]
     cdef int trump = d.trump
     cdef u64 trumps = SUIT[trump]
@@ -508,7 +349,7 @@ cdef int play_koz(Deal* d, u64 legal, MT* rng) noexcept nogil:
     return low_card(legal)
 
 
-cdef int choose_play(Deal* d, u64 legal, MT* rng) noexcept nogil:
+cdef int choose_play(DealState* d, u64 legal, MT* rng) noexcept nogil:
     if not legal & (legal - 1):
         return low_card(legal)
     if d.contract == KOZ:
@@ -547,7 +388,7 @@ cdef int choose_trump(u64 hand, MT* rng) noexcept nogil:
             nties += 1
     if nties == 1:
         return ties[0]
-    return ties[below(rng, nties)]
+    return ties[randbelow(rng, nties)]
 
 
 cdef inline double table3(int i, double a, double b, double c, double rest) noexcept nogil:
@@ -654,7 +495,8 @@ cdef void estimates(u64 hand, double* est) noexcept nogil:
     est[SON_IKI] = son_iki
 
 
-cdef int choose_contract(u64 hand, int* options, int n, long long* unit, MT* rng) noexcept nogil:
+cdef int choose_contract(u64 hand, int* options, int n, const int64_t* unit,
+                         MT* rng) noexcept nogil:
     """``bots.choose_contract`` among ``options`` (sorted, distinct, n >= 1)."""
     cdef double est[8]
     cdef double score, top = 0.0
@@ -672,7 +514,7 @@ cdef int choose_contract(u64 hand, int* options, int n, long long* unit, MT* rng
     return chosen
 
 
-# -- the think-time clock (as simulate._Clock) -----------------------------------------
+# -- the think-time clock (as _sim_py.Clock) -----------------------------------------
 
 cdef long long clock_play(MT* clock, long long limit, int choices, bint* auto) noexcept nogil:
     cdef double x
@@ -681,7 +523,7 @@ cdef long long clock_play(MT* clock, long long limit, int choices, bint* auto) n
         auto[0] = True
         return limit
     if choices == 1:
-        x = <double>(120 + below(clock, 781))
+        x = <double>(120 + randbelow(clock, 781))
     else:
         x = exp(normalvariate(clock, 6.9 + 0.08 * <double>(choices if choices < 8 else 8), 0.65))
     # min(int(x), limit) without overflowing for a huge x.
@@ -693,176 +535,10 @@ cdef long long clock_trump(MT* clock, long long limit) noexcept nogil:
     return limit if x >= limit else <long long>x
 
 
-# -- the schedule (as simulate.allowed_contracts) ---------------------------------------
-
-cdef enum:
-    QUOTA = 1
-    ROTATION = 2
-    FIXED = 3
-    MAX_FIXED = 64
-
-
-cdef struct Schedule:
-    int kind
-    long long deal_count
-    long long koz_quota
-    long long penalty_quota
-    long long max_per_penalty
-    long long penalty_only_deals
-    int nfixed
-    int fixed[MAX_FIXED]
-
-
-cdef bint quota_ok(
-    Schedule* sc, int seat, long long number, int c, long long* koz, long long* pen,
-    long long* per,
-) noexcept nogil:
-    if c == KOZ:
-        return number > sc.penalty_only_deals and koz[seat] < sc.koz_quota
-    return pen[seat] < sc.penalty_quota and per[c] < sc.max_per_penalty
-
-
-cdef bint quota_feasible(
-    Schedule* sc, int seat, long long number, long long* koz, long long* pen, long long* per
-) noexcept nogil:
-    cdef long long remaining[4]
-    cdef long long koz_eligible[4]
-    cdef long long j, koz_left, pen_left, most_koz, penalty_deals = 0, room = 0
-    cdef int s, c
-    for s in range(4):
-        remaining[s] = 0
-        koz_eligible[s] = 0
-    j = number + 1
-    while j <= sc.deal_count:
-        s = <int>((seat + j - number) % 4)
-        remaining[s] += 1
-        if j > sc.penalty_only_deals:
-            koz_eligible[s] += 1
-        j += 1
-    for s in range(4):
-        koz_left = sc.koz_quota - koz[s]
-        pen_left = sc.penalty_quota - pen[s]
-        if koz_left < 0 or pen_left < 0:
-            return False
-        most_koz = koz_left
-        if koz_eligible[s] < most_koz:
-            most_koz = koz_eligible[s]
-        if remaining[s] < most_koz:
-            most_koz = remaining[s]
-        if remaining[s] - most_koz > pen_left:
-            return False
-        penalty_deals += remaining[s] - most_koz
-    for c in range(EL_ALMAZ, SON_IKI + 1):
-        if sc.max_per_penalty - per[c] > 0:
-            room += sc.max_per_penalty - per[c]
-    return penalty_deals <= room
-
-
-cdef int allowed_contracts(
-    Schedule* sc, int seat, long long number, int* hseat, int* hcontract, int nhist,
-    int* out,
-) noexcept nogil:
-    """The contracts ``seat`` may declare in deal ``number``, ascending, into ``out``."""
-    cdef long long koz[4]
-    cdef long long pen[4]
-    cdef long long per[8]
-    cdef int now_ok[8]
-    cdef int used[8]
-    cdef int i, c, n = 0, nok = 0
-    if sc.kind == FIXED:
-        out[0] = sc.fixed[(number - 1) % sc.nfixed]
-        return 1
-    if sc.kind == ROTATION:
-        for c in range(8):
-            used[c] = 0
-        for i in range(nhist):
-            if hseat[i] == seat:
-                used[hcontract[i]] = 1
-        for c in range(KOZ, SON_IKI + 1):
-            if not used[c]:
-                out[n] = c
-                n += 1
-    else:
-        for i in range(4):
-            koz[i] = 0
-            pen[i] = 0
-        for c in range(8):
-            per[c] = 0
-        for i in range(nhist):
-            if hcontract[i] == KOZ:
-                koz[hseat[i]] += 1
-            else:
-                pen[hseat[i]] += 1
-                per[hcontract[i]] += 1
-        for c in range(KOZ, SON_IKI + 1):
-            if quota_ok(sc, seat, number, c, koz, pen, per):
-                now_ok[nok] = c
-                nok += 1
-        for i in range(nok):
-            c = now_ok[i]
-            if c == KOZ:
-                koz[seat] += 1
-            else:
-                pen[seat] += 1
-                per[c] += 1
-            if quota_feasible(sc, seat, number, koz, pen, per):
-                out[n] = c
-                n += 1
-            if c == KOZ:
-                koz[seat] -= 1
-            else:
-                pen[seat] -= 1
-                per[c] -= 1
-        if n == 0:
-            for i in range(nok):
-                out[i] = now_ok[i]
-            n = nok
-    if n == 0:
-        for c in range(KOZ, SON_IKI + 1):
-            out[n] = c
-            n += 1
-    return n
-
-
-cdef int load_schedule(Schedule* sc, object params) except -1:
-    kind, koz_quota, penalty_quota, max_per_penalty, penalty_only_deals, fixed = params
-    sc.kind = kind
-    sc.koz_quota = koz_quota
-    sc.penalty_quota = penalty_quota
-    sc.max_per_penalty = max_per_penalty
-    sc.penalty_only_deals = penalty_only_deals
-    if not 0 <= len(fixed) <= MAX_FIXED or (kind == FIXED and not fixed):
-        raise ValueError("unsupported fixed order")
-    sc.nfixed = len(fixed)
-    for i, c in enumerate(fixed):
-        if not KOZ <= c <= SON_IKI:
-            raise ValueError(f"unknown contract {c}")
-        sc.fixed[i] = c
-    return 0
-
-
-def _allowed(object schedule, long long deal_count, int seat, long long number, object history):
-    """``allowed_contracts`` through the compiled schedule (for the twin tests)."""
-    cdef Schedule sc
-    cdef int hseat[1024]
-    cdef int hcontract[1024]
-    cdef int out[8]
-    cdef int n, i
-    if len(history) > 1024:
-        raise ValueError("history too long")
-    load_schedule(&sc, schedule)
-    sc.deal_count = deal_count
-    for i, (s, c) in enumerate(history):
-        hseat[i] = s
-        hcontract[i] = c
-    n = allowed_contracts(&sc, seat, number, hseat, hcontract, len(history), out)
-    return [out[i] for i in range(n)]
-
-
 # -- one match ---------------------------------------------------------------------------
 
 cdef bytes deal_hands(MT* rng):
-    """``simulate._deal_hands``: shuffle the deck, each hand sorted."""
+    """``_sim_py.deal_hands``: shuffle the deck, each hand sorted."""
     cdef int deck[52]
     cdef unsigned char out[52]
     cdef int i, j, t, s
@@ -870,7 +546,7 @@ cdef bytes deal_hands(MT* rng):
     for i in range(52):
         deck[i] = i
     for i in range(51, 0, -1):
-        j = below(rng, i + 1)
+        j = randbelow(rng, i + 1)
         t = deck[i]
         deck[i] = deck[j]
         deck[j] = t
@@ -886,149 +562,101 @@ cdef bytes deal_hands(MT* rng):
     return bytes(out[:52])
 
 
-def play_match(
-    object params,
-    object rng_state,
-    object clock_state,
-    int first,
-    object allowed,
-):
-    """Play the deals of one match; returns one tuple per deal.
+cdef class _Rules:
+    """A ruleset as the core reads it (``Ruleset.core_params``), converted once."""
 
-    ``params`` is ``simulate._twin_params(rules)``: ``(deal_count, holder_card, play_limit,
-    trump_limit, flags, units, penalty_masks, schedule)`` where ``holder_card`` is the first
-    declarer's card (-1: any seat), flags, units and penalty masks are indexed by contract
-    number and ``schedule`` is ``(kind, koz_quota, penalty_quota, max_per_penalty,
-    penalty_only_deals, fixed_order)``. ``rng_state`` and ``clock_state`` are ``getstate()``
-    of the match's rng and think-time rng (``clock_state`` None: no think times). When
-    ``schedule`` is None, ``allowed(declarer, number, history)`` gives the contracts the
-    schedule allows instead. Each tuple is ``(declarer, contract, trump, hands,
-    plays, think_ms, auto_plays, end, scores, trump_think_ms)`` with the engine's end code,
-    trump -1 and trump_think_ms -1 when there is none.
+    cdef CoreRules r
+
+    def __init__(self, dict params):
+        self.r = params
+
+
+_RULES_CACHE = {}
+
+
+cdef _Rules _rules_of(object rules):
+    found = _RULES_CACHE.get(rules)
+    if found is None:
+        if len(_RULES_CACHE) >= 64:
+            _RULES_CACHE.clear()  # a bound on memory; runs use a handful of rulesets
+        found = _RULES_CACHE[rules] = _Rules(rules.core_params())
+    return found
+
+
+def play_match(object rules, object rng_state, object clock_state, int first):
+    """Play every deal of one plain match: a ``PlayedDeal`` per deal, as ``_sim_py``.
+
+    ``rng_state`` and ``clock_state`` are ``getstate()`` of the match's rng and think-time
+    rng (``clock_state`` None: no think times); ``first`` is the first declarer by lot (a
+    HOLDER_OF_CARD ruleset looks at deal 1's hands instead).
     """
     cdef MT rng
     cdef MT clock
-    cdef int deal_count, holder_card
-    cdef long long play_limit, trump_limit, ms, trump_ms
-    cdef Schedule sc
-    cdef int* hseat = NULL
-    cdef int* hcontract = NULL
-    cdef int flags[8]
-    cdef long long unit[8]
-    cdef u64 pen[8]
-    cdef int i
+    cdef _Rules params = _rules_of(rules)
     cdef bint timed = clock_state is not None
-    cdef list out = []
-
-    deal_count, holder_card, play_limit, trump_limit, py_flags, py_units, py_pen, schedule = params
-    for i in range(8):
-        flags[i] = py_flags[i]
-        unit[i] = py_units[i]
-        pen[i] = py_pen[i]
     mt_load(&rng, rng_state)
     if timed:
         mt_load(&clock, clock_state)
-    if schedule is not None:
-        load_schedule(&sc, schedule)
-        sc.deal_count = deal_count
-        hseat = <int*>malloc(sizeof(int) * (deal_count + 1))
-        hcontract = <int*>malloc(sizeof(int) * (deal_count + 1))
-        if hseat == NULL or hcontract == NULL:
-            free(hseat)
-            free(hcontract)
-            raise MemoryError()
-    try:
-        _play_deals(
-            &rng, &clock, timed, deal_count, holder_card, play_limit, trump_limit, flags, unit,
-            pen, &sc if schedule is not None else NULL, hseat, hcontract, allowed, first, out,
-        )
-    finally:
-        free(hseat)
-        free(hcontract)
-    return out
+    return _play_deals(&params.r, &rng, &clock, timed, first)
 
 
-cdef int _play_deals(
-    MT* rng_p, MT* clock_p, bint timed, int deal_count, int holder_card, long long play_limit,
-    long long trump_limit, int* flags, long long* unit, u64* pen, Schedule* sc, int* hseat,
-    int* hcontract, object allowed, int first, list out,
-) except -1:
-    cdef Deal d
-    cdef int options[8]
-    cdef int number, declarer, contract, trump, i, n, card, seat
+cdef list _play_deals(const CoreRules* r, MT* rng_p, MT* clock_p, bint timed, int first):
+    cdef DealState d
+    cdef Tally tally
+    cdef int options[7]
+    cdef int64_t scores[4]
+    cdef int number, declarer, contract, trump, i, n, card
     cdef long long ms, trump_ms
     cdef bint was_auto
     cdef u64 legal, hand_mask
     cdef bytes hands
     cdef const unsigned char* hp
-    cdef list history = []
+    cdef unsigned char plays[52]
     cdef list think, auto
-    for number in range(1, deal_count + 1):
+    cdef list out = []
+    tally_clear(&tally)
+    for number in range(1, r.deal_count + 1):
         hands = deal_hands(rng_p)
         hp = hands
-        if number == 1 and holder_card >= 0:
+        if number == 1 and r.first_declarer == FIRST_HOLDER_OF_CARD:
             for i in range(52):
-                if hp[i] == holder_card:
+                if hp[i] == r.first_card:
                     first = i // 13
                     break
         declarer = (first + number - 1) % 4
         hand_mask = 0
         for i in range(13 * declarer, 13 * declarer + 13):
             hand_mask |= 1ULL << hp[i]
-        if sc != NULL:
-            n = allowed_contracts(sc, declarer, number, hseat, hcontract, number - 1, options)
-        else:
-            choices = sorted(set(allowed(declarer, number, history)))
-            n = len(choices)
-            if not 1 <= n <= 7:
-                raise ValueError("no contract is allowed")
-            for i in range(n):
-                options[i] = choices[i]
-        contract = choose_contract(hand_mask, options, n, unit, rng_p)
+        n = tally_allowed(&tally, r, declarer, number, options)
+        contract = choose_contract(hand_mask, options, n, r.unit, rng_p)
         trump = choose_trump(hand_mask, rng_p) if contract == KOZ else -1
 
-        d.leader = declarer
-        d.contract = contract
-        d.trump = trump
-        d.flags = flags[contract]
-        d.penalty = pen[contract]
-        d.played = 0
-        d.ntrick = 0
-        d.nplays = 0
-        d.ntricks = 0
-        d.end = 0
-        for seat in range(4):
-            d.units[seat] = 0
-            d.held[seat] = 0
-            for i in range(13 * seat, 13 * seat + 13):
-                d.held[seat] |= 1ULL << hp[i]
+        deal_start(&d, hp, declarer, contract, trump, r.flags[contract])
         think = []
         auto = []
-        while not d.end:
-            legal = legal_plays(&d)
+        while d.end == END_PLAYING:
+            legal = deal_legal(&d)
             card = choose_play(&d, legal, rng_p)
             if timed:
-                ms = clock_play(clock_p, play_limit, popcount(legal), &was_auto)
+                ms = clock_play(clock_p, r.play_timeout, popcount(legal), &was_auto)
                 think.append(ms)
                 if was_auto:
                     auto.append(d.nplays)
-            push(&d, card)
-        trump_ms = clock_trump(clock_p, trump_limit) if timed and contract == KOZ else -1
-        if sc != NULL:
-            hseat[number - 1] = declarer
-            hcontract[number - 1] = contract
-        else:
-            history.append((declarer, contract))
-        out.append((
+            plays[d.nplays] = <unsigned char>card
+            deal_push(&d, card)
+        trump_ms = clock_trump(clock_p, r.trump_timeout) if timed and contract == KOZ else -1
+        tally_add(&tally, declarer, contract)
+        deal_scores(&d, r, scores)
+        out.append(PlayedDeal(
             declarer,
             contract,
             trump,
             hands,
-            bytes(d.plays[:d.nplays]),
+            bytes(plays[:d.nplays]),
             think,
             auto,
             d.end,
-            [<long long>d.units[seat] * unit[contract] for seat in range(4)],
+            [scores[0], scores[1], scores[2], scores[3]],
             trump_ms,
         ))
-    return 0
+    return out

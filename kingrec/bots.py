@@ -23,9 +23,9 @@ from __future__ import annotations
 import random
 from collections.abc import Collection
 
+from ._engine_py import trick_winner
 from .cards import HEARTS, KING, KING_OF_HEARTS, QUEEN, SUIT_MASKS
 from .contracts import PENALTY_MASKS, Contract
-from .engine import trick_winner
 from .game import DealPlay
 from .rules import Ruleset
 

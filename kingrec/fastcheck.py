@@ -1,6 +1,6 @@
 """Validation straight from a record's bytes: the fast path for clean matches.
 
-Most records in a file are clean. The compiled checker (``kingrec._engine_c``) reads a
+Most records in a file are clean. The compiled checker (``kingrec._fastcheck_c``) reads a
 serialized ``kingrec.v1.Match`` in its wire format, replays every deal in C and says
 whether ``validate_match`` would report no finding at all; only the records it cannot vouch
 for are decoded into Python objects and judged by the reference validator. Reports are
@@ -13,16 +13,15 @@ batch of records, not per card.
 
 from __future__ import annotations
 
-import importlib
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Protocol, cast
 
-from .contracts import Contract
+from . import _twins
+from .boundary import ruleset_from_proto
 from .findings import Location, MatchReport
+from .limits import MAX_FIXED_ORDER, MAX_STRING_BYTES
 from .records import Damage, decode_frame
-from .rules import RevokeRule, Ruleset
 from .v1 import record_pb2 as pb
 from .validator import validate_match
 
@@ -39,7 +38,6 @@ BATCH = 256  # records per call into the compiled checker
 
 # What the compiled checker answers for one payload: (deals, match_id bytes) or None.
 _Verdict = tuple[int, bytes] | None
-_Params = tuple[tuple[int, ...], bytes]
 
 
 class _Checker(Protocol):
@@ -48,49 +46,33 @@ class _Checker(Protocol):
     def check_batch(self, payloads: Sequence[bytes], /) -> list[_Verdict]: ...
 
 
-def _ruleset_params(raw: bytes) -> _Params | None:
-    """A record's ruleset (its raw bytes) as the ints the compiled checker reads.
+_RULESET_SETS = ("fixed_order", "heart_lead_ban", "withholding", "void_discard", "early_end")
 
-    None when the reference would not accept it (unparseable, ``RulesetError``, anything
-    else): such records take the reference path, which then reports exactly why. The layout
-    is fixed with ``_RulesParams`` in ``_engine_c.pyx``: per contract 1..7 the engine flags,
-    the unit score and the whole deal's total; then the schedule and clock scalars; and the
-    fixed order as bytes.
+
+def _core_params(raw: bytes) -> dict[str, object] | None:
+    """A record's ruleset (its raw bytes) as the compiled checker reads it.
+
+    None when the reference would not accept it as it stands (unparseable, over a limit,
+    ``RulesetError``, anything else): such records take the reference path, which then
+    reports exactly why.
     """
     try:
-        rules = Ruleset.from_proto(pb.Ruleset.FromString(raw))
-        ints = (
-            *(rules.deal_flags(c) for c in Contract),
-            *(rules.unit_score(c) for c in Contract),
-            *(rules.full_total(c) for c in Contract),
-            rules.deal_count,
-            int(rules.schedule),
-            rules.koz_quota,
-            rules.penalty_quota,
-            rules.max_per_penalty,
-            rules.penalty_only_deals,
-            int(rules.first_declarer),
-            rules.first_declarer_card,
-            int(rules.dealer),
-            int(rules.revoke is RevokeRule.PENALIZE),
-            rules.play_timeout_ms,
-            rules.trump_timeout_ms,
-            int(rules.is_zero_sum()),
-        )
-        return ints, bytes(rules.fixed_order)
+        msg = pb.Ruleset.FromString(raw)
+        if len(msg.preset.encode()) > MAX_STRING_BYTES or any(
+            len(getattr(msg, name).contracts) > MAX_FIXED_ORDER for name in _RULESET_SETS
+        ):
+            return None
+        return ruleset_from_proto(msg).core_params()
     except Exception:  # any doubt sends the record to the reference
         return None
 
 
 def _load_checker() -> _Checker | None:
     """The compiled checker, unless it is not built or pure Python is forced."""
-    if os.environ.get("KINGREC_PURE_PYTHON", "") not in ("", "0"):
+    module = _twins.ACTIVE.fastcheck
+    if module is None:
         return None
-    try:
-        module = importlib.import_module("kingrec._engine_c")
-    except ImportError:
-        return None
-    return cast(_Checker, module.MatchChecker(_ruleset_params))
+    return cast(_Checker, module.MatchChecker(_core_params))
 
 
 _checker = _load_checker()

@@ -1,7 +1,8 @@
 """A match replayed for viewers: every trick with who played what, who won, the points.
 
-Unlike the validator this does not judge; it lays out what happened, so it also serves
-records with illegal plays (they are replayed as played).
+Built on ``kingrec.events.deal_events``. Unlike the validator this does not judge; it lays
+out what happened, so it also serves records with illegal plays (they are replayed as
+played, and each card carries the rule it broke).
 """
 
 from __future__ import annotations
@@ -9,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from . import engine
-from .contracts import Contract
+from .boundary import end_to_proto, ruleset_from_proto
+from .events import CardPlayed, DealEnded, DealStarted, TrickWon, deal_events
 from .rules import Ruleset
 from .v1 import record_pb2 as pb
-from .validator import compute_deal_scores
 
 __all__ = ["DealView", "TrickView", "replay_match"]
 
@@ -25,6 +25,7 @@ class TrickView:
     cards: tuple[int, ...]  # in order of play, leader first
     winner: int | None  # None for an unfinished trick
     units: int  # scoring units the winner took
+    plays: tuple[CardPlayed, ...] = ()  # the cards with their legal sets and broken rules
 
 
 @dataclass
@@ -42,48 +43,50 @@ class DealView:
     playable: bool = True  # False when the record's deal cannot be replayed
 
 
-def replay_match(match: pb.Match, rules: Ruleset) -> Iterator[DealView]:
-    """The deals of ``match`` with their tricks and running totals."""
+def replay_match(match: pb.Match, rules: Ruleset | None = None) -> Iterator[DealView]:
+    """The deals of ``match`` with their tricks and running totals.
+
+    ``rules`` defaults to the match's own ruleset (``RulesetError`` when it has none usable).
+    """
+    if rules is None:
+        rules = ruleset_from_proto(match.ruleset)
     totals = [0, 0, 0, 0]
     for deal in match.deals:
-        trump = deal.trump - 1 if 1 <= deal.trump <= 4 else -1
-        view = DealView(deal.number, deal.declarer, deal.contract, trump, tuple(deal.hands))
-        if (
-            len(deal.hands) != 52
-            or len(set(deal.hands)) != 52
-            or max(deal.hands) >= 52
-            or deal.contract not in Contract._value2member_map_
-            or deal.declarer > 3
-            or (int(deal.contract) == Contract.KOZ and trump < 0)
-        ):
-            view.playable = False
-            view.totals = list(totals)
-            yield view
-            continue
-        revoke = deal.revoke_play if deal.HasField("revoke_play") else -1
-        result = engine.replay_deal(
-            deal.hands,
-            deal.plays,
-            deal.declarer,
-            deal.contract,
-            trump,
-            rules.deal_flags(deal.contract),
-            revoke,
-        )
-        leader = deal.declarer
-        plays = deal.plays[: result.consumed]
-        for t in range(0, len(plays), 4):
-            cards = tuple(plays[t : t + 4])
-            number = t // 4 + 1
-            if len(cards) == 4 and number <= len(result.winners):
-                winner = result.winners[number - 1]
-                units = engine.trick_units(cards, number - 1, deal.contract)
-                view.tricks.append(TrickView(number, leader, cards, winner, units))
-                leader = winner
-            else:
-                view.tricks.append(TrickView(number, leader, cards, None, 0))
-        view.scores = compute_deal_scores(result, rules, deal.contract)
-        view.end, view.revoker = result.end, result.revoker
-        totals = [a + b for a, b in zip(totals, view.scores, strict=True)]
-        view.totals = list(totals)
+        view: DealView | None = None
+        open_trick: list[CardPlayed] = []
+        for event in deal_events(deal, rules):
+            if isinstance(event, DealStarted):
+                view = DealView(
+                    event.number, event.declarer, event.contract, event.trump, event.hands
+                )
+                view.playable = event.playable
+            elif isinstance(event, CardPlayed):
+                open_trick.append(event)
+            elif isinstance(event, TrickWon):
+                assert view is not None
+                view.tricks.append(
+                    TrickView(
+                        event.trick,
+                        event.leader,
+                        event.cards,
+                        event.winner,
+                        event.units,
+                        tuple(open_trick),
+                    )
+                )
+                open_trick = []
+            elif isinstance(event, DealEnded):
+                assert view is not None
+                if open_trick:
+                    first = open_trick[0]
+                    cards = tuple(p.card for p in open_trick)
+                    view.tricks.append(
+                        TrickView(first.trick, first.seat, cards, None, 0, tuple(open_trick))
+                    )
+                if view.playable:
+                    view.scores = list(event.scores)
+                    view.end, view.revoker = end_to_proto(event.end), event.revoker
+                totals = [a + b for a, b in zip(totals, view.scores, strict=True)]
+                view.totals = list(totals)
+        assert view is not None
         yield view

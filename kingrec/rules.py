@@ -1,22 +1,36 @@
 """Rulesets: the options a match was played under, and the named presets.
 
 A record's ``Ruleset`` message names a preset and may spell out any option;
-``Ruleset.from_proto`` resolves it into this fully spelled-out, immutable form
-(options spelled out win over the preset). ``deal_flags`` packs what one deal
-needs into the int the engine reads.
+``kingrec.boundary.ruleset_from_proto`` resolves it into this fully spelled-out, immutable
+form (options spelled out win over the preset). ``deal_flags`` packs what one deal needs into
+the int the engine reads, and ``core_params`` gives the compiled core the whole ruleset as
+one named structure. A ``Ruleset`` that cannot be applied cannot be built: every
+construction is checked (``RulesetError``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from google.protobuf.message import Message
-
+from ._engine_types import (
+    F_EARLY_END,
+    F_HEART_LEAD_BAN,
+    F_MUST_OVERTRUMP,
+    F_MUST_RUFF,
+    F_RAISE_ON_TRUMP_LEAD,
+    F_REVOKE_PENALIZE,
+    F_RIFKI_HEART_AFTER_KING,
+    F_TRUMP_LEAD_BREAK,
+    F_VOID_DISCARD,
+    F_WITHHOLDING,
+)
 from .cards import DIAMONDS, TWO, make_card
 from .contracts import CARD_CONTRACTS, STANDARD_UNIT_SCORES, UNITS_PER_DEAL, Contract
-from .v1 import record_pb2 as pb
+from .errors import RulesetError
+from .limits import MAX_DEALS, MAX_FIXED_ORDER
 
 __all__ = [
     "PRESETS",
@@ -29,43 +43,29 @@ __all__ = [
     "preset",
 ]
 
-# Engine flag bits (shared with the Cython twin: keep in step with _engine_c.pyx).
-F_MUST_RUFF = 1
-F_MUST_OVERTRUMP = 2
-F_RAISE_ON_TRUMP_LEAD = 4
-F_TRUMP_LEAD_BREAK = 8
-F_HEART_LEAD_BAN = 16
-F_WITHHOLDING = 32
-F_VOID_DISCARD = 64
-F_RIFKI_HEART_AFTER_KING = 128
-F_EARLY_END = 256
-F_REVOKE_PENALIZE = 512
 
-
-class RulesetError(ValueError):
-    """A ruleset that cannot be resolved (unknown preset with options missing, bad values)."""
-
-
+# Values match kingrec.v1's ScheduleKind, FirstDeclarerRule, DealerRule and RevokeRule
+# (tests/test_boundary.py holds them to the generated code).
 class Schedule(IntEnum):
-    QUOTA = pb.SCHEDULE_KIND_QUOTA
-    ROTATION = pb.SCHEDULE_KIND_ROTATION
-    FIXED = pb.SCHEDULE_KIND_FIXED
+    QUOTA = 1
+    ROTATION = 2
+    FIXED = 3
 
 
 class FirstDeclarerRule(IntEnum):
-    ANY_SEAT = pb.FIRST_DECLARER_RULE_ANY_SEAT
-    HOLDER_OF_CARD = pb.FIRST_DECLARER_RULE_HOLDER_OF_CARD
+    ANY_SEAT = 1
+    HOLDER_OF_CARD = 2
 
 
 class DealerRule(IntEnum):
-    UNCHECKED = pb.DEALER_RULE_UNSPECIFIED
-    DECLARER = pb.DEALER_RULE_DECLARER
-    SEAT_BEFORE_DECLARER = pb.DEALER_RULE_SEAT_BEFORE_DECLARER
+    UNCHECKED = 0
+    DECLARER = 1
+    SEAT_BEFORE_DECLARER = 2
 
 
 class RevokeRule(IntEnum):
-    REJECT = pb.REVOKE_RULE_REJECT
-    PENALIZE = pb.REVOKE_RULE_PENALIZE
+    REJECT = 1
+    PENALIZE = 2
 
 
 _ALL_CARD = frozenset(CARD_CONTRACTS)
@@ -161,131 +161,57 @@ class Ruleset:
             return koz + pen == 0
         return False
 
-    # -- proto boundary -------------------------------------------------------
+    def deal_scores(self, contract: int, units: Sequence[int], revoker: int = -1) -> list[int]:
+        """Points per seat of a deal: units times the unit score, or for a penalized revoke
+        the contract's whole total against the revoker and nothing else."""
+        if revoker >= 0:
+            scores = [0, 0, 0, 0]
+            scores[revoker] = -abs(self.full_total(contract))
+            return scores
+        unit = self.unit_score(contract)
+        return [u * unit for u in units]
 
-    @classmethod
-    def from_proto(cls, msg: pb.Ruleset) -> Ruleset:
-        """Resolve a record's ruleset: the preset's options, overridden by those spelled out."""
-        name = msg.preset or ""
-        base = PRESETS.get(name.lower())
-        if base is None:
-            missing = [f for f in _REQUIRED_WITHOUT_PRESET if not _has(msg, f)]
-            if missing:
-                what = f"unknown preset {name!r}" if name else "no preset"
-                raise RulesetError(
-                    f"{what} and options not spelled out: {', '.join(missing)} "
-                    f"(known presets: {', '.join(PRESETS)})"
-                )
-            base = PRESETS["classic"].replace(preset=name)
-        changes: dict[str, object] = {}
-        for name_ in _SCALAR_OPTIONS:
-            if _has(msg, name_):
-                changes[name_] = getattr(msg, name_)
-        for name_, kind in _ENUM_OPTIONS.items():
-            if _has(msg, name_):
-                value = getattr(msg, name_)
-                try:
-                    changes[name_] = kind(value)
-                except ValueError:
-                    raise RulesetError(
-                        f"ruleset option {name_} has unknown value {value}"
-                    ) from None
-        for name_ in _SET_OPTIONS:
-            if _has(msg, name_):
-                changes[name_] = frozenset(_contracts(getattr(msg, name_).contracts, name_))
-        if msg.HasField("fixed_order"):
-            changes["fixed_order"] = tuple(_contracts(msg.fixed_order.contracts, "fixed_order"))
-        if msg.HasField("scoring"):
-            scores = dict(base.scores)
-            for contract, field_name in _SCORING_FIELDS.items():
-                if _has(msg.scoring, field_name):
-                    scores[contract] = getattr(msg.scoring, field_name)
-            changes["scores"] = scores
-        rules = base.replace(**changes) if changes else base
-        rules._check()
-        return rules
+    def core_params(self) -> dict[str, object]:
+        """The whole ruleset for the compiled core: the fields of ``CoreRules`` in
+        ``_core.pxd``, by name (per-contract lists are indexed by contract number)."""
+        contracts = [0, *Contract]  # index 0 stands for no contract
+        return {
+            "flags": [self.deal_flags(c) if c else 0 for c in contracts],
+            "unit": [self.unit_score(c) if c else 0 for c in contracts],
+            "full_total": [self.full_total(c) if c else 0 for c in contracts],
+            "deal_count": self.deal_count,
+            "schedule": int(self.schedule),
+            "koz_quota": self.koz_quota,
+            "penalty_quota": self.penalty_quota,
+            "max_per_penalty": self.max_per_penalty,
+            "penalty_only_deals": self.penalty_only_deals,
+            "first_declarer": int(self.first_declarer),
+            "first_card": self.first_declarer_card,
+            "dealer": int(self.dealer),
+            "penalize": self.revoke is RevokeRule.PENALIZE,
+            "play_timeout": self.play_timeout_ms,
+            "trump_timeout": self.trump_timeout_ms,
+            "zero_sum": self.is_zero_sum(),
+            "nfixed": len(self.fixed_order),
+            "fixed_order": [*self.fixed_order, *[0] * (MAX_FIXED_ORDER - len(self.fixed_order))],
+        }
 
-    def to_proto(self) -> pb.Ruleset:
-        """Every option spelled out, so readers need no preset table."""
-        msg = pb.Ruleset(preset=self.preset)
-        for name_ in _SCALAR_OPTIONS:
-            setattr(msg, name_, getattr(self, name_))
-        for name_ in _ENUM_OPTIONS:
-            setattr(msg, name_, int(getattr(self, name_)))
-        for name_ in _SET_OPTIONS:
-            getattr(msg, name_).SetInParent()
-            getattr(msg, name_).contracts.extend(sorted(getattr(self, name_)))
-        if self.fixed_order:
-            msg.fixed_order.contracts.extend(pb.Contract.ValueType(c) for c in self.fixed_order)
-        for contract, field_name in _SCORING_FIELDS.items():
-            setattr(msg.scoring, field_name, self.scores[contract])
-        return msg
-
-    def _check(self) -> None:
+    def __post_init__(self) -> None:
         if self.deal_count <= 0:
             raise RulesetError("ruleset deal_count must be positive")
+        if self.deal_count > MAX_DEALS:
+            raise RulesetError(
+                f"ruleset deal_count is {self.deal_count}; at most {MAX_DEALS} deals are allowed"
+            )
         if self.schedule is Schedule.FIXED and not self.fixed_order:
             raise RulesetError("a fixed-order schedule needs fixed_order contracts")
+        if len(self.fixed_order) > MAX_FIXED_ORDER:
+            raise RulesetError(
+                f"ruleset fixed_order lists {len(self.fixed_order)} contracts; "
+                f"at most {MAX_FIXED_ORDER} are allowed"
+            )
         if not 0 <= self.first_declarer_card < 52:
             raise RulesetError(f"first_declarer_card {self.first_declarer_card} is not a card code")
-
-
-_SCALAR_OPTIONS = (
-    "deal_count",
-    "koz_quota",
-    "penalty_quota",
-    "max_per_penalty",
-    "penalty_only_deals",
-    "first_declarer_card",
-    "must_ruff",
-    "must_overtrump",
-    "must_raise_on_trump_lead",
-    "trump_lead_needs_break",
-    "rifki_heart_after_king",
-    "play_timeout_ms",
-    "trump_timeout_ms",
-)
-_ENUM_OPTIONS: dict[str, type[IntEnum]] = {
-    "schedule": Schedule,
-    "first_declarer": FirstDeclarerRule,
-    "dealer": DealerRule,
-    "revoke": RevokeRule,
-}
-_SET_OPTIONS = ("heart_lead_ban", "withholding", "void_discard", "early_end")
-_SCORING_FIELDS = {
-    Contract.KOZ: "koz_trick",
-    Contract.EL_ALMAZ: "el_almaz_trick",
-    Contract.KUPA: "kupa_heart",
-    Contract.ERKEK: "erkek_card",
-    Contract.KIZ: "kiz_queen",
-    Contract.RIFKI: "rifki_king",
-    Contract.SON_IKI: "son_iki_trick",
-}
-# Without a known preset these must be spelled out; the rest default as in classic.
-_REQUIRED_WITHOUT_PRESET = (
-    "schedule",
-    "deal_count",
-    "must_ruff",
-    "heart_lead_ban",
-    "withholding",
-    "void_discard",
-    "early_end",
-)
-
-
-def _has(msg: Message, name: str) -> bool:
-    """Presence of a field named at run time (the typed stubs only take literal names)."""
-    return msg.HasField(name)
-
-
-def _contracts(values: object, option: str) -> list[Contract]:
-    out = []
-    for v in values:  # type: ignore[attr-defined]
-        try:
-            out.append(Contract(v))
-        except ValueError:
-            raise RulesetError(f"ruleset option {option} names unknown contract {v}") from None
-    return out
 
 
 _CLASSIC = Ruleset()

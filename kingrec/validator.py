@@ -7,10 +7,9 @@ play the replay goes on with the match as played, so one bad card hides nothing 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 from types import ModuleType
 
-from . import engine as _default_engine
+from . import _twins
 from ._engine_types import (
     END_ALL_TRICKS,
     END_EARLY,
@@ -22,13 +21,16 @@ from ._engine_types import (
     DealReplay,
     Violation,
 )
+from .boundary import end_to_proto, named_trump, replay_args, replayable, ruleset_from_proto
 from .cards import SUIT_NAMES, SUIT_SYMBOLS, card_symbol, mask_of
 from .contracts import Contract
+from .errors import RulesetError
 from .findings import Finding, Location, MatchReport, Severity, symbols
-from .rules import DealerRule, FirstDeclarerRule, RevokeRule, Ruleset, RulesetError, Schedule
+from .rules import DealerRule, FirstDeclarerRule, RevokeRule, Ruleset
+from .schedule import ScheduleTally
 from .v1 import record_pb2 as pb
 
-__all__ = ["FORMAT_VERSION", "compute_deal_scores", "validate_match"]
+__all__ = ["FORMAT_VERSION", "contract_label", "validate_match"]
 
 FORMAT_VERSION = 1
 
@@ -59,82 +61,6 @@ def contract_label(contract: int) -> str:
         return f"contract {contract}"
 
 
-def compute_deal_scores(replay: DealReplay, rules: Ruleset, contract: int) -> list[int]:
-    """Per-seat points of a replayed deal (a penalized revoke voids the rest)."""
-    if replay.end == END_REVOKE:
-        scores = [0, 0, 0, 0]
-        scores[replay.revoker] = -abs(rules.full_total(contract))
-        return scores
-    unit = rules.unit_score(contract)
-    return [u * unit for u in replay.units]
-
-
-@dataclass
-class _Schedule:
-    """Running tally of who declared what, for the quota, rotation and fixed checks."""
-
-    rules: Ruleset
-    koz: Counter[int] = field(default_factory=Counter)
-    penalty: Counter[int] = field(default_factory=Counter)
-    per_contract: Counter[int] = field(default_factory=Counter)
-    declared: set[tuple[int, int]] = field(default_factory=set)
-
-    def check(self, number: int, seat: int, contract: int) -> Finding | None:
-        rules, name = self.rules, contract_label(contract)
-        problem: tuple[str, str] | None = None
-        if rules.schedule is Schedule.FIXED:
-            expected = rules.fixed_order[(number - 1) % len(rules.fixed_order)]
-            if contract != expected:
-                problem = (
-                    "CONTRACT_NOT_SCHEDULED",
-                    f"the fixed order plays {expected.label} in deal {number}, not {name}",
-                )
-        elif rules.schedule is Schedule.ROTATION:
-            if (seat, contract) in self.declared:
-                problem = (
-                    "CONTRACT_QUOTA",
-                    f"seat {seat} already declared {name}; in rotation every "
-                    "player declares each contract once",
-                )
-        elif contract == Contract.KOZ:
-            if number <= rules.penalty_only_deals:
-                problem = (
-                    "CONTRACT_QUOTA",
-                    f"koz may not be chosen in the first {rules.penalty_only_deals} deals",
-                )
-            elif self.koz[seat] >= rules.koz_quota:
-                problem = (
-                    "CONTRACT_QUOTA",
-                    f"seat {seat} already declared koz {self.koz[seat]} "
-                    f"time(s), the quota is {rules.koz_quota}; they had to choose a penalty",
-                )
-        elif self.penalty[seat] >= rules.penalty_quota:
-            problem = (
-                "CONTRACT_QUOTA",
-                f"seat {seat} already declared {self.penalty[seat]} penalty "
-                f"contract(s), the quota is {rules.penalty_quota}; they had to choose koz",
-            )
-        elif self.per_contract[contract] >= rules.max_per_penalty:
-            problem = (
-                "PENALTY_CONTRACT_LIMIT",
-                f"{name} was already chosen "
-                f"{self.per_contract[contract]} time(s) in this match, the limit is "
-                f"{rules.max_per_penalty}",
-            )
-        self.declared.add((seat, contract))
-        self.per_contract[contract] += 1
-        (self.koz if contract == Contract.KOZ else self.penalty)[seat] += 1
-        if problem is None:
-            return None
-        return Finding(
-            problem[0],
-            Severity.ERROR,
-            f"Deal {number} ({name}): {problem[1]}.",
-            deal=number,
-            seat=seat,
-        )
-
-
 class _MatchCheck:
     """One match's validation: collects findings while walking the deals."""
 
@@ -161,7 +87,7 @@ class _MatchCheck:
                 Severity.WARNING,
             )
         try:
-            rules = Ruleset.from_proto(m.ruleset)
+            rules = ruleset_from_proto(m.ruleset)
         except RulesetError as exc:
             self.add("RULESET_INVALID", f"The ruleset cannot be used: {exc}; no deal was checked.")
             return self.report
@@ -185,7 +111,7 @@ class _MatchCheck:
             self.add(
                 "TOO_MANY_DEALS", f"The match has {n} deals; the ruleset has {rules.deal_count}."
             )
-        schedule = _Schedule(rules)
+        schedule = ScheduleTally(rules)
         first_declarer = self.first_declarer(rules)
         for i, deal in enumerate(m.deals):
             self.check_deal(
@@ -222,7 +148,7 @@ class _MatchCheck:
         deal: pb.Deal,
         number: int,
         first: int | None,
-        schedule: _Schedule,
+        schedule: ScheduleTally,
         *,
         last: bool,
         complete: bool,
@@ -263,29 +189,21 @@ class _MatchCheck:
                 deal=number,
             )
         elif declarer <= 3:
-            finding = schedule.check(number, declarer, deal.contract)
-            if finding:
-                self.report.findings.append(finding)
-        trump = self.check_trump(deal, number, head)
-        deck_ok = self.check_deck(deal, number, head)
+            breach = schedule.breach(number, declarer, Contract(deal.contract))
+            schedule.add(declarer, deal.contract)
+            if breach:
+                self.add(breach.code, f"{head}: {breach.reason}.", deal=number, seat=declarer)
+        self.check_trump(deal, number, head)
+        self.check_deck(deal, number, head)
         self.check_play_metadata(rules, deal, number, head)
-        if not (
-            deck_ok
-            and contract_ok
-            and declarer <= 3
-            and (trump >= 0 or int(deal.contract) != Contract.KOZ)
-        ):
+        if not replayable(deal):
             self.whole = False
             return
-        flags = rules.deal_flags(deal.contract)
-        revoke_play = deal.revoke_play if deal.HasField("revoke_play") else -1
-        replay: DealReplay = self.engine.replay_deal(
-            deal.hands, deal.plays, declarer, deal.contract, trump, flags, revoke_play
-        )
+        replay: DealReplay = self.engine.replay_deal(*replay_args(deal, rules))
         for v in replay.violations:
             self.report_violation(head, number, v)
         self.check_end(deal, number, head, replay, last=last, complete=complete)
-        scores = compute_deal_scores(replay, rules, deal.contract)
+        scores = rules.deal_scores(deal.contract, replay.units, replay.revoker)
         for s in range(4):
             self.totals[s] += scores[s]
         claimed = list(deal.claimed_scores)
@@ -318,9 +236,9 @@ class _MatchCheck:
                 seat=deal.dealer,
             )
 
-    def check_trump(self, deal: pb.Deal, number: int, head: str) -> int:
-        """The engine's trump suit (0..3, -1 for none), reporting a missing or stray trump."""
-        trump = deal.trump - 1 if 1 <= deal.trump <= 4 else -1
+    def check_trump(self, deal: pb.Deal, number: int, head: str) -> None:
+        """Report a koz deal without trumps, or trumps named outside koz."""
+        trump = named_trump(deal)
         if int(deal.contract) == Contract.KOZ and trump < 0:
             self.add(
                 "TRUMP_MISSING",
@@ -337,9 +255,8 @@ class _MatchCheck:
                 f"{head}: trumps ({named}) are named, but only koz has trumps.",
                 deal=number,
             )
-        return trump
 
-    def check_deck(self, deal: pb.Deal, number: int, head: str) -> bool:
+    def check_deck(self, deal: pb.Deal, number: int, head: str) -> None:
         hands = deal.hands
         problem = ""
         if len(hands) != 52:
@@ -358,7 +275,6 @@ class _MatchCheck:
                 "its plays were not checked.",
                 deal=number,
             )
-        return not problem
 
     def check_play_metadata(self, rules: Ruleset, deal: pb.Deal, number: int, head: str) -> None:
         n = len(deal.plays)
@@ -496,12 +412,12 @@ class _MatchCheck:
                 trick=tricks + 1,
             )
             return
-        if recorded not in (pb.DEAL_END_UNSPECIFIED, replay.end):
+        if recorded not in (pb.DEAL_END_UNSPECIFIED, end_to_proto(replay.end)):
             self.add(
                 "DEAL_END_MISMATCH",
                 f"{head}: the record says the deal ended "
                 f"{_END_NAMES.get(recorded, str(recorded))}; the replay ended "
-                f"{_END_NAMES[replay.end]}.",
+                f"{_END_NAMES[end_to_proto(replay.end)]}.",
                 deal=number,
             )
 
@@ -537,4 +453,4 @@ def validate_match(
     match: pb.Match, location: Location | None = None, engine: ModuleType | None = None
 ) -> MatchReport:
     """Every finding for one match, judged by the match's own ruleset."""
-    return _MatchCheck(match, location or Location(), engine or _default_engine).run()
+    return _MatchCheck(match, location or Location(), engine or _twins.ACTIVE.engine).run()

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kingrec import jsonl
+from kingrec.boundary import ruleset_from_proto
 from kingrec.cards import parse_card
 from kingrec.container import FORMAT_VERSION, MAGIC, KrecWriter
 from kingrec.contracts import Contract
@@ -33,7 +34,7 @@ Mutation = Callable[[pb.Match], Iterator[pb.Match]]
 
 def reclaim(match: pb.Match) -> pb.Match:
     """Make the claimed scores and totals agree with the replay, so only the damage shows."""
-    rules = Ruleset.from_proto(match.ruleset)
+    rules = ruleset_from_proto(match.ruleset)
     for deal, view in zip(match.deals, replay_match(match, rules), strict=True):
         if view.playable:
             del deal.claimed_scores[:]
@@ -56,7 +57,7 @@ def copy(match: pb.Match) -> pb.Match:
 
 def seats_of_plays(match: pb.Match, index: int) -> list[int]:
     """Who played each card of deal ``index`` (by replay)."""
-    rules = Ruleset.from_proto(match.ruleset)
+    rules = ruleset_from_proto(match.ruleset)
     view = list(replay_match(match, rules))[index]
     seats = []
     for trick in view.tricks:

@@ -1,27 +1,30 @@
-"""Shared fixtures: every engine test runs on both twins."""
+"""Shared fixtures: every engine and simulator test runs on both twins."""
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
 import pytest
 
-from kingrec import _engine_py
+from kingrec import _twins
 
 
-def _twins() -> list[object]:
-    params: list[object] = [pytest.param(_engine_py, id="python")]
-    try:
-        compiled = importlib.import_module("kingrec._engine_c")
-    except ImportError:
+def _twin_params() -> list[object]:
+    params: list[object] = [pytest.param(_twins.PYTHON, id="python")]
+    if _twins.COMPILED is None:
         params.append(pytest.param(None, id="cython", marks=pytest.mark.skip("not built")))
     else:
-        params.append(pytest.param(compiled, id="cython"))
+        params.append(pytest.param(_twins.COMPILED, id="cython"))
     return params
 
 
-@pytest.fixture(params=_twins())
-def twin(request: pytest.FixtureRequest) -> ModuleType:
-    """An engine twin: the pure-Python reference or the compiled one."""
+@pytest.fixture(params=_twin_params())
+def twins(request: pytest.FixtureRequest) -> _twins.Twins:
+    """A set of twins: the pure-Python references or the compiled ones."""
     return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def twin(twins: _twins.Twins) -> ModuleType:
+    """An engine twin: ``kingrec._engine_py`` or ``kingrec._engine_c``."""
+    return twins.engine

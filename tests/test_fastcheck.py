@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kingrec import _engine_py, fastcheck
+from kingrec.boundary import ruleset_from_proto, ruleset_to_proto
 from kingrec.container import KrecWriter
 from kingrec.contracts import PENALTY_MASKS, Contract
 from kingrec.findings import Location, MatchReport
@@ -24,7 +25,7 @@ from kingrec.records import Damage, RecordFile, RecordFileError, open_records
 from kingrec.rules import PRESETS, DealerRule, FirstDeclarerRule, RevokeRule, Ruleset, Schedule
 from kingrec.simulate import simulate_match
 from kingrec.v1 import record_pb2 as pb
-from kingrec.validator import compute_deal_scores, validate_match
+from kingrec.validator import validate_match
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 needs_compiled = pytest.mark.skipif(
@@ -162,8 +163,8 @@ def _first_deal(match: pb.Match, contract: int | None = None, koz: bool | None =
 
 def _set_ruleset(**changes: Any) -> Edit:
     def edit(match: pb.Match) -> None:
-        rules = Ruleset.from_proto(match.ruleset).replace(**changes)
-        match.ruleset.CopyFrom(rules.to_proto())
+        rules = ruleset_from_proto(match.ruleset).replace(**changes)
+        match.ruleset.CopyFrom(ruleset_to_proto(rules))
 
     return edit
 
@@ -243,13 +244,13 @@ def _slow_play(deal: pb.Deal) -> None:
 
 def _deal_scores(match: pb.Match, deal: pb.Deal) -> list[int]:
     """What the replay gives for a deal, whatever its deck (for claims that agree)."""
-    rules = Ruleset.from_proto(match.ruleset)
+    rules = ruleset_from_proto(match.ruleset)
     trump = deal.trump - 1 if deal.trump else -1
     flags = rules.deal_flags(deal.contract)
     replay = _engine_py.replay_deal(
         deal.hands, deal.plays, deal.declarer, deal.contract, trump, flags, -1
     )
-    return compute_deal_scores(replay, rules, deal.contract)
+    return rules.deal_scores(deal.contract, replay.units, replay.revoker)
 
 
 def _reclaim(match: pb.Match) -> None:

@@ -15,6 +15,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kingrec.boundary import ruleset_to_proto
 from kingrec.jsonl import (
     JsonLineError,
     JsonRecordError,
@@ -61,7 +62,7 @@ def _realistic_match() -> pb.Match:
     m = pb.Match(
         format_version=1,
         match_id="m-2024-0001",
-        ruleset=preset("classic").to_proto(),
+        ruleset=ruleset_to_proto(preset("classic")),
         status=pb.MATCH_STATUS_IN_PROGRESS,
         status_reason="stopped for dinner",
     )

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from kingrec.boundary import ruleset_from_proto
 from kingrec.container import Frame, read_frames
 from kingrec.jsonl import loads_match
-from kingrec.rules import PRESETS, Ruleset
+from kingrec.rules import PRESETS
 from kingrec.simulate import simulate_matches
 
 
@@ -88,7 +89,7 @@ def test_json_lines_output_to_a_file_and_to_standard_output(tmp_path: Path) -> N
     matches = [loads_match(line) for line in lines]
     assert [m.match_id for m in matches] == [m.match_id for m in simulate_matches(
         PRESETS["classic"], 2, 9)]  # fmt: skip
-    assert Ruleset.from_proto(matches[0].ruleset) == PRESETS["classic"]
+    assert ruleset_from_proto(matches[0].ruleset) == PRESETS["classic"]
     assert run("validate", str(out)).returncode == 0
 
     piped = simulate("--matches", "2", "--seed", "9", "-o", "-")

@@ -90,6 +90,34 @@ def test_without_the_switch_the_compiled_twin_runs_when_built() -> None:
     assert result.stdout.strip() == ("cython" if COMPILED is not None else "python")
 
 
+def _import_without_the_engine(**env: str) -> subprocess.CompletedProcess[str]:
+    """Import kingrec in a process where ``kingrec._engine_c`` cannot load."""
+    code = (
+        "import sys; sys.modules['kingrec._engine_c'] = None\n"
+        "import kingrec.engine as e, kingrec._twins as t; print(e.TWIN, t.COMPILED)"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("KINGREC_")}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_a_missing_compiled_twin_falls_back_to_the_reference() -> None:
+    result = _import_without_the_engine()
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["python", "None"]
+
+
+def test_a_required_compiled_twin_that_does_not_load_is_an_error() -> None:
+    result = _import_without_the_engine(KINGREC_REQUIRE_COMPILED="1")
+    assert result.returncode != 0
+    assert "KINGREC_REQUIRE_COMPILED is set but the compiled twins do not load" in result.stderr
+
+
 # -- random deals: both twins judge every step alike ----------------------------------------
 
 
@@ -170,6 +198,38 @@ def test_twins_agree_play_by_play(
     assert COMPILED.replay_deal(hands, bytearray(plays), declarer, contract, trump, flags) == (
         _engine_py.replay_deal(hands, bytes(plays), declarer, contract, trump, flags)
     )
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    flags=st.integers(0, 1023),
+    contract=st.integers(1, 7),
+    declarer=st.integers(0, 3),
+)
+def test_twins_deals_step_alike(seed: int, flags: int, contract: int, declarer: int) -> None:
+    """``Deal.step`` on both twins: the same verdicts, legal sets and state after every card."""
+    assert COMPILED is not None
+    trump = seed % 4 if contract == Contract.KOZ else -1
+    rng = random.Random(seed)
+    hands = _random_hands(rng)
+    fast = COMPILED.Deal(hands, declarer, contract, trump, flags)
+    slow = _engine_py.Deal(hands, declarer, contract, trump, flags)
+    revoke = rng.randrange(-1, 60)
+    for index in range(60):
+        if slow.end:
+            break
+        assert fast.legal() == slow.legal()
+        card = _pick_card(rng, slow.held[slow.to_play], slow.legal())
+        assert fast.judge(card) == slow.judge(card)
+        assert fast.step(card, index == revoke) == slow.step(card, index == revoke)
+        for name in ("to_play", "leader", "played", "end", "revoker", "nplays"):
+            assert getattr(fast, name) == getattr(slow, name), name
+        assert list(fast.held) == slow.held
+        assert list(fast.trick) == slow.trick
+        assert bytes(fast.winners) == bytes(slow.winners)
+        assert list(fast.units) == slow.units
 
 
 @needs_compiled

@@ -1,0 +1,550 @@
+# cython: language_level=3
+# The one compiled core of the rules: every rule of RULES.md written once in C.
+#
+# The compiled engine twin (_engine_c), the wire-level checker (_fastcheck_c), the compiled
+# simulator (_sim_c) and the store's column builder (_columns_c) all `cimport` this file, so
+# no rule is written twice in compiled code. The pure-Python reference, kingrec/_engine_py.py
+# (with kingrec/schedule.py), is the readable spec; the twin tests hold the two in step.
+#
+# Values are plain C ints: cards 0..51 (suit * 13 + rank), card sets as uint64_t masks, suits
+# 0..3 (trump -1 when there is none), contracts as kingrec.v1.Contract numbers. The constants
+# stand for kingrec/_engine_types.py and kingrec/contracts.py; kingrec._engine_c checks them
+# against the Python values when it is imported, and tests/test_engine_twins.py does too.
+
+from libc.stdint cimport int64_t, uint64_t
+
+ctypedef unsigned char uchar
+
+# -- constants --------------------------------------------------------------------------
+
+# Contracts: kingrec.contracts.Contract.
+cdef enum:
+    KOZ = 1
+    EL_ALMAZ = 2
+    KUPA = 3
+    ERKEK = 4
+    KIZ = 5
+    RIFKI = 6
+    SON_IKI = 7
+
+# Engine flag bits: kingrec._engine_types.F_*.
+cdef enum:
+    F_MUST_RUFF = 1
+    F_MUST_OVERTRUMP = 2
+    F_RAISE_ON_TRUMP_LEAD = 4
+    F_TRUMP_LEAD_BREAK = 8
+    F_HEART_LEAD_BAN = 16
+    F_WITHHOLDING = 32
+    F_VOID_DISCARD = 64
+    F_RIFKI_HEART_AFTER_KING = 128
+    F_EARLY_END = 256
+    F_REVOKE_PENALIZE = 512
+
+# Play verdicts (finding codes of a play), deal ends, schedule problems:
+# kingrec._engine_types.
+cdef enum:
+    LEGAL = 0
+    NOT_IN_HAND = 1
+    TRUMP_LEAD_BANNED = 2
+    HEART_LEAD_BANNED = 3
+    MUST_FOLLOW_SUIT = 4
+    MUST_RAISE_TRUMP = 5
+    MUST_GIVE_PENALTY_CARD = 6
+    MUST_RUFF = 7
+    MUST_OVERTRUMP = 8
+    MUST_DISCARD_PENALTY_CARD = 9
+    NOT_A_CARD = 10
+    REVOKE_MARK_ON_LEGAL_PLAY = 11
+
+    END_PLAYING = 0
+    END_ALL_TRICKS = 1
+    END_EARLY = 2
+    END_INCOMPLETE = 3
+    END_REVOKE = 4
+    END_UNREADABLE = 5
+
+    SCHEDULE_OK = 0
+    SCHEDULE_QUOTA = 1
+    SCHEDULE_LIMIT = 2
+    SCHEDULE_NOT_SCHEDULED = 3
+
+# Ruleset enums: kingrec.rules (values of kingrec.v1's ScheduleKind, FirstDeclarerRule,
+# DealerRule).
+cdef enum:
+    QUOTA = 1
+    ROTATION = 2
+    FIXED = 3
+    FIRST_ANY_SEAT = 1
+    FIRST_HOLDER_OF_CARD = 2
+    DEALER_UNCHECKED = 0
+    DEALER_DECLARER = 1
+    DEALER_SEAT_BEFORE = 2
+    MAX_FIXED = 256  # kingrec.limits.MAX_FIXED_ORDER
+
+cdef extern from *:
+    """
+    #define KR_RANK_IN_EVERY_SUIT(r) \
+        ((1ULL << (r)) | (1ULL << (13 + (r))) | (1ULL << (26 + (r))) | (1ULL << (39 + (r))))
+    /* Suit of each card code; 4 (no suit) for the bytes 52..63 a damaged record may hold. */
+    static const unsigned char KR_SUIT_OF[64] = {
+        0,0,0,0,0,0,0,0,0,0,0,0,0, 1,1,1,1,1,1,1,1,1,1,1,1,1,
+        2,2,2,2,2,2,2,2,2,2,2,2,2, 3,3,3,3,3,3,3,3,3,3,3,3,3,
+        4,4,4,4,4,4,4,4,4,4,4,4};
+    static const unsigned long long KR_SUIT[5] = {
+        0x1FFFULL, 0x1FFFULL << 13, 0x1FFFULL << 26, 0x1FFFULL << 39, 0};
+    /* The cards each contract penalizes (kingrec.contracts.PENALTY_MASKS). */
+    static const unsigned long long KR_PENALTY[8] = {
+        0, 0, 0,
+        0x1FFFULL << 26,                                  /* KUPA: the hearts */
+        KR_RANK_IN_EVERY_SUIT(9) | KR_RANK_IN_EVERY_SUIT(11), /* ERKEK: jacks and kings */
+        KR_RANK_IN_EVERY_SUIT(10),                         /* KIZ: the queens */
+        1ULL << 37,                                        /* RIFKI: the king of hearts */
+        0};
+    /* Scoring units a whole deal holds (kingrec.contracts.UNITS_PER_DEAL). */
+    static const int KR_UNITS_PER_DEAL[8] = {0, 13, 13, 13, 8, 4, 1, 2};
+    #define KR_ALL_CARDS ((1ULL << 52) - 1)
+    #define KR_HEARTS (0x1FFFULL << 26)
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static __inline int kr_popcount(unsigned long long x) {
+        int n = 0; while (x) { x &= x - 1; n++; } return n; }
+    static __inline int kr_low(unsigned long long x) {
+        unsigned long i; _BitScanForward64(&i, x); return (int)i; }
+    static __inline int kr_high(unsigned long long x) {
+        unsigned long i; _BitScanReverse64(&i, x); return (int)i; }
+    #else
+    static inline int kr_popcount(unsigned long long x) { return __builtin_popcountll(x); }
+    static inline int kr_low(unsigned long long x) { return __builtin_ctzll(x); }
+    static inline int kr_high(unsigned long long x) { return 63 - __builtin_clzll(x); }
+    #endif
+    """
+    const uchar SUIT_OF "KR_SUIT_OF"[64]
+    const uint64_t SUIT "KR_SUIT"[5]
+    const uint64_t PENALTY "KR_PENALTY"[8]
+    const int UNITS_PER_DEAL "KR_UNITS_PER_DEAL"[8]
+    const uint64_t ALL_CARDS "KR_ALL_CARDS"
+    const uint64_t HEARTS_MASK "KR_HEARTS"
+    int popcount "kr_popcount"(uint64_t x) noexcept nogil
+    int low_card "kr_low"(uint64_t x) noexcept nogil  # lowest card of a non-empty mask
+    int high_card "kr_high"(uint64_t x) noexcept nogil  # highest card of a non-empty mask
+
+
+# -- the ruleset ------------------------------------------------------------------------
+
+# A resolved ruleset as the compiled code reads it: kingrec.rules.Ruleset.core_params()
+# gives a dict with exactly these names (Cython converts it field by field).
+ctypedef struct CoreRules:
+    long flags[8]  # engine flags of a deal of each contract (index 0: no contract)
+    int64_t unit[8]  # points per scoring unit
+    int64_t full_total[8]  # points of a whole deal (the revoke penalty)
+    int64_t deal_count
+    int schedule  # QUOTA, ROTATION or FIXED
+    int64_t koz_quota
+    int64_t penalty_quota
+    int64_t max_per_penalty
+    int64_t penalty_only_deals
+    int first_declarer  # FIRST_ANY_SEAT or FIRST_HOLDER_OF_CARD
+    int first_card
+    int dealer  # DEALER_*
+    bint penalize  # revoke = PENALIZE
+    int64_t play_timeout
+    int64_t trump_timeout
+    bint zero_sum  # a complete match's totals must add up to 0
+    int nfixed
+    uchar fixed_order[MAX_FIXED]
+
+# -- cards ------------------------------------------------------------------------------
+
+
+cdef inline uint64_t above(int card) noexcept nogil:
+    """The cards of ``card``'s suit that outrank it."""
+    return SUIT[SUIT_OF[card]] & ~((<uint64_t>2 << card) - 1)
+
+
+cdef inline uint64_t below(int card) noexcept nogil:
+    """The cards of ``card``'s suit that it outranks."""
+    return SUIT[SUIT_OF[card]] & ((<uint64_t>1 << card) - 1)
+
+
+cdef inline int highest_of_suit(const int* trick, int n, int suit) noexcept nogil:
+    cdef int best = -1, i
+    for i in range(n):
+        if SUIT_OF[trick[i]] == suit and trick[i] > best:
+            best = trick[i]
+    return best
+
+
+# -- judging a card (RULES.md "Which rule a bad card breaks") ---------------------------
+
+
+cdef inline void keep(uint64_t subset, int reason, uint64_t bit,
+                      uint64_t* cands, int* code) noexcept nogil:
+    # A filter keeps only `subset`, unless that would leave no card.
+    if subset:
+        if code[0] == LEGAL and cands[0] & bit and not subset & bit:
+            code[0] = reason
+        cands[0] = subset
+
+
+cdef inline int judge(uint64_t hand, const int* trick, int n, int card, int contract,
+                      int trump, long flags, uint64_t played, uint64_t* legal) noexcept nogil:
+    """The verdict on ``card`` (0..63) played from ``hand`` onto ``trick`` (n cards, leader
+    first); ``played`` holds the cards of earlier tricks. ``legal`` receives the legal cards.
+
+    Each filter keeps only the cards it names and is skipped when it would keep none; the
+    verdict is the first filter that removed the card (LEGAL when none did).
+    """
+    cdef uint64_t bit = <uint64_t>1 << card
+    cdef int code = LEGAL if hand & bit else NOT_IN_HAND
+    cdef uint64_t cands = hand, following, penalty
+    cdef bint koz = contract == KOZ
+    cdef int led, top_trump
+    if n == 0:
+        if koz and flags & F_TRUMP_LEAD_BREAK and not played & SUIT[trump]:
+            keep(cands & ~SUIT[trump], TRUMP_LEAD_BANNED, bit, &cands, &code)
+        elif not koz and flags & F_HEART_LEAD_BAN and not played & HEARTS_MASK:
+            keep(cands & ~HEARTS_MASK, HEART_LEAD_BANNED, bit, &cands, &code)
+        legal[0] = cands
+        return code
+    led = SUIT_OF[trick[0]]
+    following = cands & SUIT[led]
+    if following:
+        keep(following, MUST_FOLLOW_SUIT, bit, &cands, &code)
+        if koz and led == trump and flags & F_RAISE_ON_TRUMP_LEAD:
+            keep(cands & above(highest_of_suit(trick, n, trump)), MUST_RAISE_TRUMP,
+                 bit, &cands, &code)
+        elif not koz and flags & F_WITHHOLDING:
+            keep(cands & PENALTY[contract] & below(highest_of_suit(trick, n, led)),
+                 MUST_GIVE_PENALTY_CARD, bit, &cands, &code)
+    elif koz:
+        if flags & F_MUST_RUFF:
+            keep(cands & SUIT[trump], MUST_RUFF, bit, &cands, &code)
+        top_trump = highest_of_suit(trick, n, trump)
+        if flags & F_MUST_OVERTRUMP and top_trump >= 0:
+            keep(cands & above(top_trump), MUST_OVERTRUMP, bit, &cands, &code)
+    elif flags & F_VOID_DISCARD:
+        penalty = cands & PENALTY[contract]
+        if penalty:
+            keep(penalty, MUST_DISCARD_PENALTY_CARD, bit, &cands, &code)
+        elif flags & F_RIFKI_HEART_AFTER_KING:
+            keep(cands & HEARTS_MASK, MUST_DISCARD_PENALTY_CARD, bit, &cands, &code)
+    legal[0] = cands
+    return code
+
+
+# -- a trick ----------------------------------------------------------------------------
+
+
+cdef inline int trick_winner(const int* trick, int n, int trump) noexcept nogil:
+    """Position in ``trick`` (0 = leader) of the card that wins it."""
+    cdef int best = 0, i
+    for i in range(1, n):
+        if SUIT_OF[trick[i]] == SUIT_OF[trick[best]]:
+            if trick[i] > trick[best]:
+                best = i
+        elif SUIT_OF[trick[i]] == trump:
+            best = i
+    return best
+
+
+cdef inline int trick_units(const int* trick, int n, int trick_index, int contract) noexcept nogil:
+    """Scoring units the winner of a complete trick takes (tricks, penalty cards, last tricks)."""
+    cdef int i, count = 0
+    if contract == KOZ or contract == EL_ALMAZ:
+        return 1
+    if contract == SON_IKI:
+        return 1 if trick_index >= 11 else 0
+    for i in range(n):
+        if PENALTY[contract] >> trick[i] & 1:
+            count += 1
+    return count
+
+
+# -- a deal -----------------------------------------------------------------------------
+
+ctypedef struct DealState:
+    uint64_t held[4]  # each seat's cards still in hand
+    uint64_t played  # cards of completed tricks
+    uint64_t penalty  # the contract's penalty cards
+    long flags
+    int contract
+    int trump
+    int leader  # seat that led the trick on the table
+    int trick[4]  # the trick on the table, leader first
+    int ntrick
+    int ntricks  # completed tricks
+    uchar winners[13]  # winning seat of each completed trick
+    int units[4]  # scoring units taken per seat
+    int end  # END_PLAYING until the deal is over
+    int revoker  # seat of a penalized revoke, or -1
+    int nplays  # plays that belong to the deal
+
+
+cdef inline void deal_start(DealState* d, const uchar* hands, int declarer, int contract,
+                            int trump, long flags) noexcept nogil:
+    """A deal before its first card: ``hands`` is 52 card bytes (< 64), seat s at 13s."""
+    cdef int s, j
+    for s in range(4):
+        d.held[s] = 0
+        for j in range(13):
+            d.held[s] |= <uint64_t>1 << hands[13 * s + j]
+        d.units[s] = 0
+    d.played = 0
+    d.penalty = PENALTY[contract]
+    d.flags = flags
+    d.contract = contract
+    d.trump = trump
+    d.leader = declarer
+    d.ntrick = 0
+    d.ntricks = 0
+    d.end = END_PLAYING
+    d.revoker = -1
+    d.nplays = 0
+
+
+cdef inline int to_play(const DealState* d) noexcept nogil:
+    return (d.leader + d.ntrick) & 3
+
+
+cdef inline int deal_judge(const DealState* d, int card, uint64_t* legal) noexcept nogil:
+    """The verdict on ``card`` (0..63) played now by the seat to play."""
+    return judge(d.held[to_play(d)], d.trick, d.ntrick, card, d.contract, d.trump, d.flags,
+                 d.played, legal)
+
+
+cdef inline uint64_t deal_legal(const DealState* d) noexcept nogil:
+    """The cards the seat to play may play."""
+    cdef uint64_t legal
+    # Judging a card nobody holds changes no filter, only the verdict.
+    judge(d.held[to_play(d)], d.trick, d.ntrick, 52, d.contract, d.trump, d.flags,
+          d.played, &legal)
+    return legal
+
+
+cdef inline int deal_push(DealState* d, int card) noexcept nogil:
+    """Play ``card`` (0..51) for the seat to play, as played; close the trick when it is the
+    fourth card. Returns the trick's winning seat, or -1 while the trick is open. The deal
+    ends after thirteen tricks, or early once every penalty card has fallen (F_EARLY_END).
+    """
+    cdef int w
+    d.held[to_play(d)] &= ~(<uint64_t>1 << card)
+    d.trick[d.ntrick] = card
+    d.ntrick += 1
+    d.nplays += 1
+    if d.ntrick < 4:
+        return -1
+    w = (d.leader + trick_winner(d.trick, 4, d.trump)) & 3
+    d.units[w] += trick_units(d.trick, 4, d.ntricks, d.contract)
+    d.winners[d.ntricks] = <uchar>w
+    d.ntricks += 1
+    d.played |= ((<uint64_t>1 << d.trick[0]) | (<uint64_t>1 << d.trick[1])
+                 | (<uint64_t>1 << d.trick[2]) | (<uint64_t>1 << d.trick[3]))
+    d.ntrick = 0
+    d.leader = w
+    if d.ntricks == 13:
+        d.end = END_ALL_TRICKS
+    elif d.flags & F_EARLY_END and d.played & d.penalty == d.penalty:
+        d.end = END_EARLY
+    return w
+
+
+cdef inline int deal_step(DealState* d, int card, bint revoke_mark,
+                          uint64_t* legal) noexcept nogil:
+    """One recorded play, judged and played as played. Returns its finding code (LEGAL: none).
+
+    A byte that is no card stops the replay (END_UNREADABLE, scores void). A play the record
+    marks as a revoke under F_REVOKE_PENALIZE ends the deal there (END_REVOKE): the revoker
+    will score the contract's full total and the deal's other scores are void; the mark is a
+    finding only when the card was in fact legal (or not even held).
+    """
+    cdef int code, seat = to_play(d)
+    if card >= 52:
+        legal[0] = 0
+        d.end = END_UNREADABLE
+        d.units[0] = d.units[1] = d.units[2] = d.units[3] = 0
+        return NOT_A_CARD
+    code = deal_judge(d, card, legal)
+    if revoke_mark and d.flags & F_REVOKE_PENALIZE:
+        d.end = END_REVOKE
+        d.revoker = seat
+        d.nplays += 1
+        d.units[0] = d.units[1] = d.units[2] = d.units[3] = 0
+        if code == LEGAL:
+            return REVOKE_MARK_ON_LEGAL_PLAY
+        return NOT_IN_HAND if code == NOT_IN_HAND else LEGAL
+    deal_push(d, card)
+    return code
+
+
+ctypedef struct Violation:
+    int play  # index into the deal's plays
+    int seat
+    int card
+    int code
+    uint64_t legal
+
+
+cdef inline int replay_deal(DealState* d, const uchar* hands, const uchar* plays,
+                            Py_ssize_t nplays, int declarer, int contract, int trump,
+                            long flags, Py_ssize_t revoke_play, Violation* violations,
+                            bint stop_at_violation) noexcept nogil:
+    """Replay one deal's plays from the declarer's lead, judging every card; returns the
+    number of violations written to ``violations`` (room for 53: a deal judges at most 52
+    cards, plus the one that stops it). With ``stop_at_violation`` it returns at the first.
+
+    Afterwards ``d.end`` says how the deal ended (END_INCOMPLETE when the plays ran out) and
+    ``d.nplays`` how many plays belong to it; any after those came after its end.
+    """
+    cdef Py_ssize_t index
+    cdef int n = 0, seat, card, code
+    cdef uint64_t legal
+    deal_start(d, hands, declarer, contract, trump, flags)
+    for index in range(nplays):
+        seat = to_play(d)
+        card = plays[index]
+        code = deal_step(d, card, index == revoke_play, &legal)
+        if code != LEGAL:
+            violations[n].play = <int>index
+            violations[n].seat = seat
+            violations[n].card = card
+            violations[n].code = code
+            violations[n].legal = legal
+            n += 1
+            if stop_at_violation:
+                return n
+        if d.end != END_PLAYING:
+            return n
+    d.end = END_INCOMPLETE
+    return n
+
+
+cdef inline void deal_scores(const DealState* d, const CoreRules* r, int64_t* out) noexcept nogil:
+    """Points per seat of a replayed deal: units times the unit score, or for a penalized
+    revoke the contract's whole total against the revoker and nothing else."""
+    cdef int s
+    cdef int64_t penalty
+    if d.revoker >= 0:
+        out[0] = out[1] = out[2] = out[3] = 0
+        penalty = r.full_total[d.contract]
+        out[d.revoker] = -penalty if penalty > 0 else penalty
+        return
+    for s in range(4):
+        out[s] = d.units[s] * r.unit[d.contract]
+
+
+# -- the schedule (kingrec/schedule.py) --------------------------------------------------
+
+ctypedef struct Tally:
+    int64_t koz[4]  # koz deals each seat declared
+    int64_t penalty[4]  # penalty deals each seat declared
+    int64_t per_contract[8]  # times each contract was chosen
+    uchar declared[4][8]  # whether a seat declared a contract
+
+
+cdef inline void tally_clear(Tally* t) noexcept nogil:
+    cdef int i
+    for i in range(4):
+        t.koz[i] = t.penalty[i] = 0
+    for i in range(8):
+        t.per_contract[i] = 0
+        t.declared[0][i] = t.declared[1][i] = t.declared[2][i] = t.declared[3][i] = 0
+
+
+cdef inline int tally_problem(const Tally* t, const CoreRules* r, int64_t number, int seat,
+                              int contract) noexcept nogil:
+    """What declaring ``contract`` (1..7) in deal ``number`` (1-based) breaks: SCHEDULE_*."""
+    if r.schedule == FIXED:
+        if r.fixed_order[(number - 1) % r.nfixed] != contract:
+            return SCHEDULE_NOT_SCHEDULED
+        return SCHEDULE_OK
+    if r.schedule == ROTATION:
+        return SCHEDULE_QUOTA if t.declared[seat][contract] else SCHEDULE_OK
+    if contract == KOZ:
+        if number <= r.penalty_only_deals or t.koz[seat] >= r.koz_quota:
+            return SCHEDULE_QUOTA
+        return SCHEDULE_OK
+    if t.penalty[seat] >= r.penalty_quota:
+        return SCHEDULE_QUOTA
+    if t.per_contract[contract] >= r.max_per_penalty:
+        return SCHEDULE_LIMIT
+    return SCHEDULE_OK
+
+
+cdef inline void tally_count(Tally* t, int seat, int contract, int step) noexcept nogil:
+    """Count (step 1) or take back (step -1) one declaration in the quota counts."""
+    t.per_contract[contract] += step
+    if contract == KOZ:
+        t.koz[seat] += step
+    else:
+        t.penalty[seat] += step
+
+
+cdef inline void tally_add(Tally* t, int seat, int contract) noexcept nogil:
+    """``seat`` declared ``contract``."""
+    t.declared[seat][contract] = 1
+    tally_count(t, seat, contract, 1)
+
+
+cdef inline bint tally_feasible(const Tally* t, const CoreRules* r, int seat,
+                                int64_t number) noexcept nogil:
+    """Whether deals number+1 .. deal_count can all still be declared within the quotas."""
+    cdef int64_t remaining[4]
+    cdef int64_t koz_eligible[4]
+    cdef int64_t j, koz_left, pen_left, most_koz, penalty_deals = 0, room = 0
+    cdef int s, c
+    for s in range(4):
+        remaining[s] = koz_eligible[s] = 0
+    j = number + 1
+    while j <= r.deal_count:
+        s = <int>((seat + j - number) % 4)
+        remaining[s] += 1
+        if j > r.penalty_only_deals:
+            koz_eligible[s] += 1
+        j += 1
+    for s in range(4):
+        koz_left = r.koz_quota - t.koz[s]
+        pen_left = r.penalty_quota - t.penalty[s]
+        if koz_left < 0 or pen_left < 0:
+            return False
+        most_koz = koz_left
+        if koz_eligible[s] < most_koz:
+            most_koz = koz_eligible[s]
+        if remaining[s] < most_koz:
+            most_koz = remaining[s]
+        if remaining[s] - most_koz > pen_left:
+            return False
+        penalty_deals += remaining[s] - most_koz
+    for c in range(EL_ALMAZ, SON_IKI + 1):
+        if r.max_per_penalty - t.per_contract[c] > 0:
+            room += r.max_per_penalty - t.per_contract[c]
+    return penalty_deals <= room
+
+
+cdef inline int tally_allowed(Tally* t, const CoreRules* r, int seat, int64_t number,
+                              int* out) noexcept nogil:
+    """The contracts ``seat`` may declare in deal ``number``, ascending, into ``out`` (room
+    for 7); returns how many. Under QUOTA only choices that leave the rest of the match
+    declarable are offered; a schedule that cannot be kept at all offers what breaks nothing
+    now, or else every contract (the validator then reports the breach)."""
+    cdef int now_ok[7]
+    cdef int nok = 0, n = 0, c, i
+    for c in range(KOZ, SON_IKI + 1):
+        if tally_problem(t, r, number, seat, c) == SCHEDULE_OK:
+            now_ok[nok] = c
+            nok += 1
+    if r.schedule == QUOTA:
+        for i in range(nok):
+            tally_count(t, seat, now_ok[i], 1)
+            if tally_feasible(t, r, seat, number):
+                out[n] = now_ok[i]
+                n += 1
+            tally_count(t, seat, now_ok[i], -1)
+    if n == 0:
+        for i in range(nok):
+            out[i] = now_ok[i]
+        n = nok
+    if n == 0:
+        for c in range(KOZ, SON_IKI + 1):
+            out[n] = c
+            n += 1
+    return n

@@ -1,0 +1,665 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, overflowcheck=False, embedsignature=False
+"""The wire-level checker: is a serialized Match certainly clean?
+
+``MatchChecker`` walks a serialized ``kingrec.v1.Match`` in its protobuf wire format, replays
+every deal with the compiled core (``_core.pxd``) and says whether the reference validator
+(``kingrec.validator.validate_match``) would report no finding at all. Anything it does not
+fully understand answers "not certainly clean", and the caller (``kingrec.fastcheck``) falls
+back to the reference validator, so reports never differ. The checks here mirror the
+validator's, one for one; the rules themselves (legal cards, tricks, the schedule, scores)
+are the core's.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_GET_SIZE
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcmp
+
+from kingrec cimport _core as core
+from kingrec._core cimport CoreRules, DealState, Tally, uchar
+
+__all__ = ["MatchChecker"]
+
+# kingrec.limits (tests/test_fastcheck.py holds them to the Python values).
+cdef enum:
+    MAX_STRING_BYTES = 1024
+    MAX_TAGS = 64
+    MAX_PLAYS = 104
+
+LIMITS = {"MAX_STRING_BYTES": MAX_STRING_BYTES, "MAX_TAGS": MAX_TAGS, "MAX_PLAYS": MAX_PLAYS}
+
+
+# ---------------------------------------------------------------------------- wire format
+# Just enough of the protobuf wire format for kingrec.v1.Match. Every helper returns False
+# for "not certainly clean": malformed bytes, wire types we do not expect, values too big
+# for their field (the Python parser would truncate them), groups.
+
+cdef enum:
+    WT_VARINT = 0
+    WT_I64 = 1
+    WT_LEN = 2
+    WT_I32 = 5
+    U32_MAX = 0xFFFFFFFF
+    I32_MAX = 0x7FFFFFFF
+
+
+cdef bint _varint_long(const uchar** pp, const uchar* end, uint64_t* out) noexcept nogil:
+    cdef const uchar* p = pp[0]
+    cdef uint64_t v = 0
+    cdef int shift = 0
+    cdef uchar b
+    while True:
+        if p >= end or shift > 63:
+            return False  # runs past the end, or past ten bytes
+        b = p[0]
+        p += 1
+        v |= <uint64_t>(b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+    pp[0] = p
+    out[0] = v
+    return True
+
+
+cdef inline bint _varint(const uchar** pp, const uchar* end, uint64_t* out) noexcept nogil:
+    # In line for the one-byte varints most tags and values are.
+    if pp[0] < end and pp[0][0] < 0x80:
+        out[0] = pp[0][0]
+        pp[0] += 1
+        return True
+    return _varint_long(pp, end, out)
+
+
+cdef inline bint _tag(const uchar** pp, const uchar* end, uint64_t* field,
+                      int* wt) noexcept nogil:
+    cdef uint64_t tag
+    if not _varint(pp, end, &tag) or tag > U32_MAX or tag >> 3 == 0:
+        return False
+    field[0] = tag >> 3
+    wt[0] = <int>(tag & 7)
+    return True
+
+
+cdef inline bint _len(const uchar** pp, const uchar* end, const uchar** start,
+                      Py_ssize_t* size) noexcept nogil:
+    """Read a length-delimited value: its start and size; the cursor moves past it."""
+    cdef uint64_t n
+    if not _varint(pp, end, &n) or n > <uint64_t>(end - pp[0]):
+        return False
+    start[0] = pp[0]
+    size[0] = <Py_ssize_t>n
+    pp[0] += n
+    return True
+
+
+cdef inline bint _skip(const uchar** pp, const uchar* end, int wt) noexcept nogil:
+    """Skip an unknown field (from a newer writer) by its wire type; groups are refused."""
+    cdef uint64_t v
+    cdef const uchar* s
+    cdef Py_ssize_t n
+    if wt == WT_VARINT:
+        return _varint(pp, end, &v)
+    if wt == WT_LEN:
+        return _len(pp, end, &s, &n)
+    if wt == WT_I64:
+        if end - pp[0] < 8:
+            return False
+        pp[0] += 8
+        return True
+    if wt == WT_I32:
+        if end - pp[0] < 4:
+            return False
+        pp[0] += 4
+        return True
+    return False
+
+
+cdef inline bint _u32(const uchar** pp, const uchar* end, int wt, uint64_t* out) noexcept nogil:
+    return wt == WT_VARINT and _varint(pp, end, out) and out[0] <= U32_MAX
+
+
+cdef inline bint _enum(const uchar** pp, const uchar* end, int wt, uint64_t* out) noexcept nogil:
+    return wt == WT_VARINT and _varint(pp, end, out) and out[0] <= I32_MAX
+
+
+cdef bint _utf8(const uchar* s, Py_ssize_t n) noexcept nogil:
+    """Strict UTF-8, as the protobuf parser demands of string fields."""
+    cdef Py_ssize_t i = 0
+    cdef uchar c, c1
+    while i < n:
+        c = s[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if c < 0xC2 or c > 0xF4:
+            return False
+        if c < 0xE0:
+            if i + 1 >= n or s[i + 1] & 0xC0 != 0x80:
+                return False
+            i += 2
+            continue
+        if i + 2 >= n:
+            return False
+        c1 = s[i + 1]
+        if c1 & 0xC0 != 0x80 or s[i + 2] & 0xC0 != 0x80:
+            return False
+        if c < 0xF0:
+            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 >= 0xA0):
+                return False  # overlong form or surrogate
+            i += 3
+            continue
+        if i + 3 >= n or s[i + 3] & 0xC0 != 0x80:
+            return False
+        if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 >= 0x90):
+            return False  # overlong form or beyond U+10FFFF
+        i += 4
+    return True
+
+
+cdef inline bint _string(const uchar** pp, const uchar* end, int wt) noexcept nogil:
+    cdef const uchar* s
+    cdef Py_ssize_t n
+    return wt == WT_LEN and _len(pp, end, &s, &n) and n <= MAX_STRING_BYTES and _utf8(s, n)
+
+
+cdef bint _walk_strings(const uchar* p, const uchar* end, uint64_t string_fields,
+                        uint64_t varint_fields, uint64_t* seat) noexcept nogil:
+    """Walk a message of strings and varints (Timestamp, map entry, Player) for parseability.
+
+    Fields in the ``string_fields`` / ``varint_fields`` bit sets (bit = field number < 64)
+    must have those types; ``seat`` receives field 3 of a Player (uint32) when not NULL.
+    """
+    cdef uint64_t field, v
+    cdef int wt
+    while p < end:
+        if not _tag(&p, end, &field, &wt):
+            return False
+        if field < 64 and string_fields >> field & 1:
+            if not _string(&p, end, wt):
+                return False
+        elif field < 64 and varint_fields >> field & 1:
+            if wt != WT_VARINT or not _varint(&p, end, &v):
+                return False
+            if seat != NULL and field == 3:
+                if v > U32_MAX:
+                    return False
+                seat[0] = v
+        elif not _skip(&p, end, wt):
+            return False
+    return True
+
+
+cdef bint _walk_metadata(const uchar* p, const uchar* end) noexcept nogil:
+    """MatchMetadata: strings 1 2 4 5, Timestamp 3, map<string,string> 6, enum 7."""
+    cdef uint64_t field, v
+    cdef int wt, tags = 0
+    cdef const uchar* s
+    cdef Py_ssize_t n
+    while p < end:
+        if not _tag(&p, end, &field, &wt):
+            return False
+        if field == 1 or field == 2 or field == 4 or field == 5:
+            if not _string(&p, end, wt):
+                return False
+        elif field == 3:  # Timestamp: int64 seconds = 1, int32 nanos = 2
+            if wt != WT_LEN or not _len(&p, end, &s, &n):
+                return False
+            if not _walk_strings(s, s + n, 0, (1 << 1) | (1 << 2), NULL):
+                return False
+        elif field == 6:  # map entry: string key = 1, string value = 2
+            tags += 1
+            if wt != WT_LEN or tags > MAX_TAGS or not _len(&p, end, &s, &n):
+                return False
+            if not _walk_strings(s, s + n, (1 << 1) | (1 << 2), 0, NULL):
+                return False
+        elif field == 7:
+            if wt != WT_VARINT or not _varint(&p, end, &v):
+                return False
+        elif not _skip(&p, end, wt):
+            return False
+    return True
+
+
+cdef bint _packed_sint32(const uchar* p, const uchar* end, int64_t* out,
+                         int* count) noexcept nogil:
+    """Decode a packed sint32 field into ``out`` (room for 4); more than 4 values fail."""
+    cdef uint64_t v
+    cdef int n = 0
+    while p < end:
+        if not _varint(&p, end, &v) or v > U32_MAX or n == 4:
+            return False
+        out[n] = <int64_t>(v >> 1) ^ -<int64_t>(v & 1)
+        n += 1
+    count[0] = n
+    return True
+
+
+# ---------------------------------------------------------------------------- the match check
+
+cdef class _Rules:
+    """A resolved ruleset as the core reads it (``Ruleset.core_params``), converted once."""
+
+    cdef CoreRules r
+
+    def __init__(self, dict params):
+        self.r = params
+        if self.r.schedule == core.FIXED and self.r.nfixed <= 0:
+            raise ValueError("a fixed schedule without an order")
+
+
+cdef struct MatchTop:
+    uint64_t format_version
+    const uchar* match_id
+    Py_ssize_t match_id_len
+    const uchar* ruleset
+    Py_ssize_t ruleset_len
+    int rulesets
+    uint64_t status
+    int seats  # bit s: a player sits at seat s
+    int players
+    Py_ssize_t deals
+    int64_t claimed[4]
+    int nclaimed
+    int claimed_chunks
+
+
+cdef struct MatchState:
+    Tally tally  # the schedule so far
+    int64_t totals[4]
+    bint whole  # no deal stopped by a revoke or left unfinished
+    int first  # seat that must declare deal 1, -1: not yet known
+
+
+cdef bint _scan_top(const uchar* p, const uchar* end, MatchTop* top) noexcept nogil:
+    """First pass over a Match: everything but the deals, which are only counted."""
+    cdef uint64_t field, seat
+    cdef int wt
+    cdef const uchar* s
+    cdef Py_ssize_t n
+    while p < end:
+        if not _tag(&p, end, &field, &wt):
+            return False
+        if field == 8:
+            if wt != WT_LEN or not _len(&p, end, &s, &n):
+                return False
+            top.deals += 1
+        elif field == 1:
+            if not _u32(&p, end, wt, &top.format_version):
+                return False
+        elif field == 2:
+            if wt != WT_LEN or not _len(&p, end, &top.match_id, &top.match_id_len):
+                return False
+            if top.match_id_len > MAX_STRING_BYTES or not _utf8(top.match_id, top.match_id_len):
+                return False
+        elif field == 3:
+            if wt != WT_LEN or not _len(&p, end, &s, &n) or not _walk_metadata(s, s + n):
+                return False
+        elif field == 4:  # Player: strings id 1, name 2, seat_name 4; uint32 seat 3
+            seat = 0
+            if wt != WT_LEN or not _len(&p, end, &s, &n):
+                return False
+            if not _walk_strings(s, s + n, (1 << 1) | (1 << 2) | (1 << 4), 1 << 3, &seat):
+                return False
+            if seat > 3 or top.seats >> seat & 1:
+                return False
+            top.seats |= 1 << seat
+            top.players += 1
+        elif field == 5:
+            if wt != WT_LEN or not _len(&p, end, &top.ruleset, &top.ruleset_len):
+                return False
+            top.rulesets += 1
+        elif field == 6:
+            if not _enum(&p, end, wt, &top.status):
+                return False
+        elif field == 7:
+            if not _string(&p, end, wt):
+                return False
+        elif field == 9:
+            if wt != WT_LEN or not _len(&p, end, &s, &n):
+                return False  # unpacked repeated values: left to the reference
+            top.claimed_chunks += 1
+            if not _packed_sint32(s, s + n, top.claimed, &top.nclaimed):
+                return False
+        elif not _skip(&p, end, wt):
+            return False
+    return True
+
+
+cdef struct DealMsg:
+    uint64_t number
+    uint64_t dealer
+    uint64_t declarer
+    uint64_t contract
+    uint64_t trump
+    uint64_t revoke_play
+    uint64_t end
+    uint64_t trump_think
+    bint has_dealer
+    bint has_revoke
+    bint has_trump_think
+    const uchar* hands
+    Py_ssize_t nhands
+    const uchar* plays
+    Py_ssize_t nplays
+    const uchar* think
+    Py_ssize_t think_len
+    const uchar* autos
+    Py_ssize_t autos_len
+    const uchar* scores
+    Py_ssize_t scores_len
+
+
+cdef bint _parse_deal(const uchar* p, const uchar* end, DealMsg* d) noexcept nogil:
+    cdef uint64_t field
+    cdef int wt
+    d.number = d.dealer = d.declarer = d.contract = d.trump = d.revoke_play = 0
+    d.end = d.trump_think = 0
+    d.has_dealer = d.has_revoke = d.has_trump_think = False
+    d.hands = d.plays = d.think = d.autos = d.scores = NULL
+    d.nhands = d.nplays = d.think_len = d.autos_len = d.scores_len = 0
+    while p < end:
+        if not _tag(&p, end, &field, &wt):
+            return False
+        if field == 7:
+            if wt != WT_LEN or not _len(&p, end, &d.plays, &d.nplays):
+                return False
+        elif field == 6:
+            if wt != WT_LEN or not _len(&p, end, &d.hands, &d.nhands):
+                return False
+        # Packed repeated fields seen more than once are left to the reference.
+        elif field == 8:
+            if wt != WT_LEN or d.think != NULL or not _len(&p, end, &d.think, &d.think_len):
+                return False
+        elif field == 9:
+            if wt != WT_LEN or d.autos != NULL or not _len(&p, end, &d.autos, &d.autos_len):
+                return False
+        elif field == 12:
+            if wt != WT_LEN or d.scores != NULL or not _len(&p, end, &d.scores, &d.scores_len):
+                return False
+        elif field == 1:
+            if not _u32(&p, end, wt, &d.number):
+                return False
+        elif field == 2:
+            if not _u32(&p, end, wt, &d.dealer):
+                return False
+            d.has_dealer = True
+        elif field == 3:
+            if not _u32(&p, end, wt, &d.declarer):
+                return False
+        elif field == 4:
+            if not _enum(&p, end, wt, &d.contract):
+                return False
+        elif field == 5:
+            if not _enum(&p, end, wt, &d.trump):
+                return False
+        elif field == 10:
+            if not _u32(&p, end, wt, &d.revoke_play):
+                return False
+            d.has_revoke = True
+        elif field == 11:
+            if not _enum(&p, end, wt, &d.end):
+                return False
+        elif field == 13:
+            if not _u32(&p, end, wt, &d.trump_think):
+                return False
+            d.has_trump_think = True
+        elif not _skip(&p, end, wt):
+            return False
+    return True
+
+
+cdef bint _check_metadata(const DealMsg* d, const CoreRules* r) noexcept nogil:
+    """Think times, auto plays, the revoke mark and the clocks give no finding
+    (validator check_play_metadata)."""
+    cdef uint64_t auto_mask = 0, v
+    cdef Py_ssize_t nthink = 0, nauto = 0
+    cdef const uchar* q
+    if d.autos != NULL:
+        q = d.autos
+        while q < d.autos + d.autos_len:
+            if not _varint(&q, d.autos + d.autos_len, &v) or v >= <uint64_t>d.nplays:
+                return False
+            nauto += 1
+            if nauto > MAX_PLAYS:
+                return False
+            auto_mask |= <uint64_t>1 << v
+    if d.think != NULL:
+        # One pass: a count other than 0 or one per play fails below, so judging the
+        # clock on the way is only ever done when the validator would do it too.
+        q = d.think
+        while q < d.think + d.think_len:
+            if q[0] < 0x80:  # think times are one or two bytes: decode those in line
+                v = q[0]
+                q += 1
+            elif q + 1 < d.think + d.think_len and q[1] < 0x80:
+                v = (q[0] & 0x7F) | (<uint64_t>q[1] << 7)
+                q += 2
+            elif not _varint_long(&q, d.think + d.think_len, &v):
+                return False
+            if v > U32_MAX or nthink >= 52:
+                return False
+            if <int64_t>v > r.play_timeout and not auto_mask >> nthink & 1:
+                return False
+            nthink += 1
+        if nthink and nthink != d.nplays:
+            return False
+    if d.has_revoke and (not r.penalize or d.revoke_play >= <uint64_t>d.nplays):
+        return False
+    if d.has_trump_think and <int64_t>d.trump_think > r.trump_timeout:
+        return False
+    return True
+
+
+cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, MatchState* m,
+                      int64_t number, bint last, bint complete) noexcept nogil:
+    """Whether one deal gives no finding (validator._MatchCheck.check_deal and friends)."""
+    cdef DealMsg d
+    cdef DealState deal
+    cdef core.Violation viols[53]
+    cdef uint64_t seen = 0
+    cdef Py_ssize_t i
+    cdef int seat, contract, trump, expected, nscores = 0
+    cdef int64_t scores[4]
+    cdef int64_t claimed[4]
+    if not _parse_deal(p, end, &d):
+        return False
+    # deal number, declarer, dealer
+    if d.number != <uint64_t>number or d.declarer > 3:
+        return False
+    seat = <int>d.declarer
+    contract = <int>d.contract
+    if contract < core.KOZ or contract > core.SON_IKI:
+        return False
+    # the deck (needed first: under HOLDER_OF_CARD deal 1's hands name the first declarer)
+    if d.nhands != 52:
+        return False
+    for i in range(52):
+        if d.hands[i] >= 52:
+            return False
+        seen |= <uint64_t>1 << d.hands[i]
+    if seen != core.ALL_CARDS:
+        return False
+    if number == 1:
+        if r.first_declarer == core.FIRST_HOLDER_OF_CARD:
+            for i in range(52):
+                if d.hands[i] == r.first_card:
+                    m.first = <int>(i // 13)
+                    break
+        else:
+            m.first = seat
+    if seat != (m.first + number - 1) % 4:
+        return False
+    if d.has_dealer and d.dealer > 3:
+        return False
+    if r.dealer != core.DEALER_UNCHECKED and d.has_dealer:
+        expected = seat if r.dealer == core.DEALER_DECLARER else (seat + 3) % 4
+        if d.dealer != <uint64_t>expected:
+            return False
+    # the schedule
+    if core.tally_problem(&m.tally, r, number, seat, contract) != core.SCHEDULE_OK:
+        return False
+    core.tally_add(&m.tally, seat, contract)
+    # trumps: koz names one of the four suits, the others none
+    if contract == core.KOZ:
+        if d.trump < 1 or d.trump > 4:
+            return False
+        trump = <int>d.trump - 1
+    elif d.trump != 0:
+        return False
+    else:
+        trump = -1
+    # play metadata: think times, auto plays, the revoke mark, the clocks
+    if d.nplays > 52:
+        return False  # more cards than a deal holds: played after its end
+    if not _check_metadata(&d, r):
+        return False
+    if d.scores != NULL:
+        if not _packed_sint32(d.scores, d.scores + d.scores_len, claimed, &nscores):
+            return False
+        if nscores != 0 and nscores != 4:
+            return False
+    # the replay
+    if core.replay_deal(&deal, d.hands, d.plays, d.nplays, seat, contract, trump,
+                        r.flags[contract], <Py_ssize_t>d.revoke_play if d.has_revoke else -1,
+                        viols, True):
+        return False
+    if deal.nplays != d.nplays:
+        return False
+    if deal.end == core.END_INCOMPLETE:
+        if not (d.end == 3 and last and not complete):
+            return False
+        m.whole = False
+    elif d.end != 0 and d.end != <uint64_t>deal.end:
+        return False
+    if deal.end == core.END_REVOKE:
+        m.whole = False
+    core.deal_scores(&deal, r, scores)
+    if nscores == 4:
+        for i in range(4):
+            if claimed[i] != scores[i]:
+                return False
+    for i in range(4):
+        m.totals[i] += scores[i]
+    return True
+
+
+cdef bint _check_deals(const uchar* p, const uchar* end, const CoreRules* r,
+                       const MatchTop* top) noexcept nogil:
+    """Second pass: every deal in order, then the claimed totals."""
+    cdef MatchState m
+    cdef uint64_t field
+    cdef int wt, i
+    cdef const uchar* s
+    cdef Py_ssize_t n
+    cdef int64_t number = 0, total = 0
+    cdef bint complete = top.status == 1
+    core.tally_clear(&m.tally)
+    m.totals[0] = m.totals[1] = m.totals[2] = m.totals[3] = 0
+    m.whole = True
+    m.first = -1
+    while p < end:
+        # The first pass checked the structure; these checks only keep the C compiler sure.
+        if not _tag(&p, end, &field, &wt):
+            return False
+        if field != 8:
+            if not _skip(&p, end, wt):
+                return False
+            continue
+        if not _len(&p, end, &s, &n):
+            return False
+        number += 1
+        if not _check_deal(s, s + n, r, &m, number, number == top.deals, complete):
+            return False
+    if top.nclaimed:
+        if top.nclaimed != 4:
+            return False
+        for i in range(4):
+            if top.claimed[i] != m.totals[i]:
+                return False
+            total += top.claimed[i]
+        if complete and r.zero_sum and m.whole and total != 0 and top.deals == r.deal_count:
+            return False
+    return True
+
+
+cdef class MatchChecker:
+    """Decides from a serialized Match whether ``validate_match`` would find nothing.
+
+    ``resolver(raw_ruleset_bytes)`` returns ``Ruleset.core_params()`` of the record's
+    ruleset, or None when the reference would not accept it; results are cached by the raw
+    bytes, and the last one is checked first with a memcmp since writers repeat the same
+    ruleset in every match.
+    """
+
+    cdef object resolver
+    cdef dict cache
+    cdef bytes last_raw
+    cdef _Rules last
+
+    def __init__(self, resolver):
+        self.resolver = resolver
+        self.cache = {}
+        self.last_raw = None
+        self.last = None
+
+    cdef _Rules _rules(self, const uchar* raw, Py_ssize_t n):
+        cdef bytes key
+        if raw == NULL:  # no ruleset in the record: resolved like an empty one
+            raw = <const uchar*>b""
+        if self.last_raw is not None and PyBytes_GET_SIZE(self.last_raw) == n and (
+            memcmp(PyBytes_AS_STRING(self.last_raw), raw, n) == 0
+        ):
+            return self.last
+        key = PyBytes_FromStringAndSize(<const char*>raw, n)
+        try:
+            rules = self.cache[key]
+        except KeyError:
+            params = self.resolver(key)
+            try:
+                rules = None if params is None else _Rules(params)
+            except (TypeError, ValueError, OverflowError, IndexError):
+                rules = None
+            if len(self.cache) >= 256:
+                self.cache.clear()  # a bound on memory; real files hold few rulesets
+            self.cache[key] = rules
+        self.last_raw = key
+        self.last = rules
+        return rules
+
+    cdef object _check(self, object payload):
+        """(deals, match_id bytes) when certainly clean, else None."""
+        cdef Py_ssize_t size
+        cdef const uchar* p
+        cdef MatchTop top
+        cdef _Rules rules
+        if not PyBytes_CheckExact(payload):
+            payload = bytes(payload)
+        p = <const uchar*>PyBytes_AS_STRING(payload)
+        size = PyBytes_GET_SIZE(payload)
+        top.format_version = top.status = 0
+        top.match_id = top.ruleset = NULL
+        top.match_id_len = top.ruleset_len = top.deals = 0
+        top.rulesets = top.seats = top.players = top.nclaimed = top.claimed_chunks = 0
+        if not _scan_top(p, p + size, &top):
+            return None
+        if (top.format_version != 1 or top.status == 0 or top.players != 4
+                or top.seats != 15 or top.rulesets > 1 or top.claimed_chunks > 1):
+            return None
+        rules = self._rules(top.ruleset, top.ruleset_len)
+        if rules is None:
+            return None
+        if top.deals > rules.r.deal_count or (top.status == 1 and top.deals < rules.r.deal_count):
+            return None
+        if not _check_deals(p, p + size, &rules.r, &top):
+            return None
+        return top.deals, PyBytes_FromStringAndSize(<const char*>top.match_id, top.match_id_len)
+
+    def check(self, payload):
+        """``(deals, match_id_bytes)`` if the match is certainly clean, else None."""
+        return self._check(payload)
+
+    def check_batch(self, payloads):
+        """``check`` for each payload of a list, in one call."""
+        return [self._check(payload) for payload in payloads]

@@ -1,0 +1,231 @@
+"""The one boundary between records (``kingrec.v1`` messages) and the engine's plain values.
+
+The engine, its constants and the rulesets know nothing of protobuf; everything that turns a
+record's values into the engine's (and back) is here, in named pairs: the ruleset
+(``ruleset_from_proto`` / ``ruleset_to_proto``), the trump suit (``engine_trump`` /
+``trump_to_proto``), how a deal ended (``end_to_proto``), whether a recorded deal can be
+replayed at all (``replayable``) and the engine's arguments for it (``replay_args``).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import NamedTuple
+
+from google.protobuf.message import Message
+
+from ._engine_types import (
+    END_ALL_TRICKS,
+    END_EARLY,
+    END_INCOMPLETE,
+    END_REVOKE,
+)
+from .cards import mask_of
+from .contracts import Contract
+from .errors import RulesetError
+from .rules import PRESETS, DealerRule, FirstDeclarerRule, RevokeRule, Ruleset, Schedule
+from .v1 import record_pb2 as pb
+
+__all__ = [
+    "ReplayArgs",
+    "end_to_proto",
+    "engine_trump",
+    "named_trump",
+    "replay_args",
+    "replayable",
+    "ruleset_from_proto",
+    "ruleset_to_proto",
+    "trump_to_proto",
+]
+
+# -- trumps and deal ends -----------------------------------------------------------------
+
+
+def named_trump(deal: pb.Deal) -> int:
+    """The suit (0..3) the record names as trumps, whatever the contract; -1 for none."""
+    return deal.trump - 1 if pb.SUIT_CLUBS <= deal.trump <= pb.SUIT_SPADES else -1
+
+
+def engine_trump(deal: pb.Deal) -> int:
+    """The trump suit (0..3) the engine plays the deal with; -1 for none."""
+    return named_trump(deal)
+
+
+def trump_to_proto(suit: int) -> pb.Suit.ValueType:
+    """The record's ``Suit`` for an engine suit (-1: unspecified)."""
+    return pb.Suit.ValueType(suit + 1 if 0 <= suit <= 3 else pb.SUIT_UNSPECIFIED)
+
+
+_END_TO_PROTO: dict[int, pb.DealEnd.ValueType] = {
+    END_ALL_TRICKS: pb.DEAL_END_ALL_TRICKS,
+    END_EARLY: pb.DEAL_END_EARLY,
+    END_INCOMPLETE: pb.DEAL_END_ABANDONED,
+    END_REVOKE: pb.DEAL_END_REVOKE,
+}
+
+
+def end_to_proto(end: int) -> pb.DealEnd.ValueType:
+    """The record's ``DealEnd`` for an engine end (a stopped replay has none: unspecified)."""
+    return _END_TO_PROTO.get(end, pb.DEAL_END_UNSPECIFIED)
+
+
+# -- replaying a recorded deal --------------------------------------------------------------
+
+
+def replayable(deal: pb.Deal) -> bool:
+    """Whether the engine can replay ``deal``: hands partition the deck, the contract is one
+    of the seven, the declarer's seat exists and a koz deal names its trumps."""
+    hands = deal.hands
+    return (
+        len(hands) == 52
+        and max(hands) < 52
+        and mask_of(hands) == (1 << 52) - 1
+        and deal.contract in Contract._value2member_map_
+        and deal.declarer <= 3
+        and (deal.contract != pb.CONTRACT_KOZ or engine_trump(deal) >= 0)
+    )
+
+
+class ReplayArgs(NamedTuple):
+    """The engine's ``replay_deal`` arguments for one recorded deal."""
+
+    hands: bytes
+    plays: bytes
+    declarer: int
+    contract: int
+    trump: int
+    flags: int
+    revoke_play: int
+
+
+def replay_args(deal: pb.Deal, rules: Ruleset) -> ReplayArgs:
+    """What the engine replays ``deal`` with (only for a ``replayable`` deal)."""
+    return ReplayArgs(
+        deal.hands,
+        deal.plays,
+        deal.declarer,
+        deal.contract,
+        engine_trump(deal),
+        rules.deal_flags(deal.contract),
+        deal.revoke_play if deal.HasField("revoke_play") else -1,
+    )
+
+
+# -- the ruleset ------------------------------------------------------------------------------
+
+
+def ruleset_from_proto(msg: pb.Ruleset) -> Ruleset:
+    """Resolve a record's ruleset: the preset's options, overridden by those spelled out.
+
+    Raises ``RulesetError`` naming the problem: an unknown preset with options missing, an
+    enum value or contract the schema does not know, or a ruleset that cannot be applied.
+    """
+    name = msg.preset or ""
+    base = PRESETS.get(name.lower())
+    if base is None:
+        missing = [f for f in _REQUIRED_WITHOUT_PRESET if not _has(msg, f)]
+        if missing:
+            what = f"unknown preset {name!r}" if name else "no preset"
+            raise RulesetError(
+                f"{what} and options not spelled out: {', '.join(missing)} "
+                f"(known presets: {', '.join(PRESETS)})"
+            )
+        base = PRESETS["classic"].replace(preset=name)
+    changes: dict[str, object] = {}
+    for option in _SCALAR_OPTIONS:
+        if _has(msg, option):
+            changes[option] = getattr(msg, option)
+    for option, kind in _ENUM_OPTIONS.items():
+        if _has(msg, option):
+            value = getattr(msg, option)
+            try:
+                changes[option] = kind(value)
+            except ValueError:
+                raise RulesetError(f"ruleset option {option} has unknown value {value}") from None
+    for option in _SET_OPTIONS:
+        if _has(msg, option):
+            changes[option] = frozenset(_contracts(getattr(msg, option).contracts, option))
+    if msg.HasField("fixed_order"):
+        changes["fixed_order"] = tuple(_contracts(msg.fixed_order.contracts, "fixed_order"))
+    if msg.HasField("scoring"):
+        scores = dict(base.scores)
+        for contract, field_name in _SCORING_FIELDS.items():
+            if _has(msg.scoring, field_name):
+                scores[contract] = getattr(msg.scoring, field_name)
+        changes["scores"] = scores
+    return base.replace(**changes) if changes else base
+
+
+def ruleset_to_proto(rules: Ruleset) -> pb.Ruleset:
+    """Every option spelled out, so readers need no preset table."""
+    msg = pb.Ruleset(preset=rules.preset)
+    for option in _SCALAR_OPTIONS:
+        setattr(msg, option, getattr(rules, option))
+    for option in _ENUM_OPTIONS:
+        setattr(msg, option, int(getattr(rules, option)))
+    for option in _SET_OPTIONS:
+        getattr(msg, option).SetInParent()
+        getattr(msg, option).contracts.extend(sorted(getattr(rules, option)))
+    if rules.fixed_order:
+        msg.fixed_order.contracts.extend(pb.Contract.ValueType(c) for c in rules.fixed_order)
+    for contract, field_name in _SCORING_FIELDS.items():
+        setattr(msg.scoring, field_name, rules.scores[contract])
+    return msg
+
+
+_SCALAR_OPTIONS = (
+    "deal_count",
+    "koz_quota",
+    "penalty_quota",
+    "max_per_penalty",
+    "penalty_only_deals",
+    "first_declarer_card",
+    "must_ruff",
+    "must_overtrump",
+    "must_raise_on_trump_lead",
+    "trump_lead_needs_break",
+    "rifki_heart_after_king",
+    "play_timeout_ms",
+    "trump_timeout_ms",
+)
+_ENUM_OPTIONS: dict[str, type[IntEnum]] = {
+    "schedule": Schedule,
+    "first_declarer": FirstDeclarerRule,
+    "dealer": DealerRule,
+    "revoke": RevokeRule,
+}
+_SET_OPTIONS = ("heart_lead_ban", "withholding", "void_discard", "early_end")
+_SCORING_FIELDS = {
+    Contract.KOZ: "koz_trick",
+    Contract.EL_ALMAZ: "el_almaz_trick",
+    Contract.KUPA: "kupa_heart",
+    Contract.ERKEK: "erkek_card",
+    Contract.KIZ: "kiz_queen",
+    Contract.RIFKI: "rifki_king",
+    Contract.SON_IKI: "son_iki_trick",
+}
+# Without a known preset these must be spelled out; the rest default as in classic.
+_REQUIRED_WITHOUT_PRESET = (
+    "schedule",
+    "deal_count",
+    "must_ruff",
+    "heart_lead_ban",
+    "withholding",
+    "void_discard",
+    "early_end",
+)
+
+
+def _has(msg: Message, name: str) -> bool:
+    """Presence of a field named at run time (the typed stubs only take literal names)."""
+    return msg.HasField(name)
+
+
+def _contracts(values: object, option: str) -> list[Contract]:
+    out = []
+    for v in values:  # type: ignore[attr-defined]
+        try:
+            out.append(Contract(v))
+        except ValueError:
+            raise RulesetError(f"ruleset option {option} names unknown contract {v}") from None
+    return out
