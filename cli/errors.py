@@ -1,4 +1,4 @@
-"""Exit codes and the one place library errors become messages."""
+"""Exit statuses and the one table that turns library errors into messages and statuses."""
 
 from __future__ import annotations
 
@@ -7,16 +7,29 @@ from contextlib import contextmanager
 
 import click
 
-from kingrec.cards import CardError
-from kingrec.records import RecordFileError
-from kingrec.rules import RulesetError
+from kingrec.errors import KingrecError
+from kingrec.records import RecordFileError as _LegacyRecordFileError
 
 EXIT_OK = 0
 EXIT_INVALID = 1  # some record is not a valid match
 EXIT_UNREADABLE = 2  # a file could not be read, is damaged, or the usage was wrong
 EXIT_INTERNAL = 3  # a bug in kingrec
 
-USER_ERRORS = (RecordFileError, RulesetError, CardError, OSError)
+# Library error classes -> exit status. Every KingrecError is the user's input or
+# environment, never a bug; the most specific class listed wins.
+EXIT_STATUS: dict[type[Exception], int] = {
+    KingrecError: EXIT_UNREADABLE,
+    _LegacyRecordFileError: EXIT_UNREADABLE,
+    OSError: EXIT_UNREADABLE,
+}
+
+
+def exit_status(exc: Exception) -> int | None:
+    """The exit status for an expected failure, or None for a bug."""
+    for cls in type(exc).__mro__:
+        if cls in EXIT_STATUS:
+            return EXIT_STATUS[cls]
+    return None
 
 
 class Failed(click.ClickException):
@@ -32,19 +45,21 @@ class Failed(click.ClickException):
         click.echo(f"kingrec: error: {self.format_message()}", err=True)
 
 
+def _message(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn the library's expected failures into one clear line and exit code 2."""
+    """Turn the library's expected failures into one clear line and their exit status."""
     try:
         yield
     except BrokenPipeError:
         raise  # the reader went away (``| head``): not an error to explain, see main.run
-    except RecordFileError as exc:
-        raise Failed(str(exc), exc.code) from None
-    except USER_ERRORS as exc:
-        message = (
-            f"{exc.filename}: {exc.strerror}"
-            if isinstance(exc, OSError) and exc.filename
-            else str(exc)
-        )
-        raise Failed(message) from None
+    except Exception as exc:
+        if exit_status(exc) is None:
+            raise  # a bug: main.run reports it
+        code = getattr(exc, "code", "UNREADABLE")
+        raise Failed(_message(exc), code if isinstance(code, str) else "UNREADABLE") from None

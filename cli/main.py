@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from types import FrameType
 
 import click
 
@@ -34,8 +36,14 @@ main.add_command(convert)
 main.add_command(simulate)
 
 
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    # Unwind like Ctrl-C does, so partial output is removed and worker processes stopped.
+    raise SystemExit(128 + signum)
+
+
 def run() -> None:
     """The console script: ``main`` without tracebacks for the user."""
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         main()
     except BrokenPipeError:

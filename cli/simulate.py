@@ -1,25 +1,9 @@
-"""``kingrec simulate``: bots play whole matches and the matches are written as records.
-
-Match ``i`` of a run is ``simulate_match(rules, derive_seed(seed, i))``, exactly what
-``kingrec.simulate.simulate_matches`` yields, so a run is reproducible from its preset and
-seed alone. Work is cut into chunks of consecutive match indices; each chunk is simulated
-and serialized on its own (in a worker process with ``--jobs``) and the chunks are written
-in index order, so the output bytes do not depend on the number of jobs. Only a bounded
-window of chunks is in flight at any time: memory stays flat however many matches are
-asked for.
-"""
+"""``kingrec simulate``: bots play whole matches and the matches are written as records."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
-import time
-from collections import deque
-from collections.abc import Generator, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import BinaryIO, Literal, Protocol
 
 import click
 from rich.console import Console
@@ -31,141 +15,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from kingrec import jsonl
-from kingrec.container import KrecWriter
 from kingrec.rules import PRESETS
-from kingrec.simulate import derive_seed, simulate_match
+from kingrec.simrun import Format, simulate_to_file, simulate_to_stream
 
 from .errors import Failed
 
-__all__ = ["simulate", "simulate_chunk"]
-
-Format = Literal["krec", "jsonl"]
-
-# Largest number of matches one chunk holds, and chunks in flight per job.
-_MAX_CHUNK = 64
-_WINDOW_PER_JOB = 3
-
-
-def simulate_chunk(
-    preset: str, seed: int, start: int, stop: int, fmt: Format
-) -> tuple[list[bytes], int]:
-    """Simulate matches ``start .. stop-1`` of a run and serialize them.
-
-    Returns one payload per match (a serialized ``Match`` for ``krec``, a UTF-8 line with
-    its newline for ``jsonl``) and the number of deals they hold. Runs in worker processes,
-    so it takes only plain values.
-    """
-    rules = PRESETS[preset]
-    out: list[bytes] = []
-    deals = 0
-    for index in range(start, stop):
-        match = simulate_match(rules, derive_seed(seed, index))
-        deals += len(match.deals)
-        if fmt == "krec":
-            out.append(match.SerializeToString())
-        else:
-            out.append((jsonl.dumps_match(match) + "\n").encode("utf-8"))
-    return out, deals
-
-
-def _ignore_interrupts() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them and removes the partial output."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _bounds(count: int, jobs: int) -> list[tuple[int, int]]:
-    """Consecutive index ranges covering ``0 .. count-1``."""
-    size = max(1, min(_MAX_CHUNK, -(-count // (jobs * 4))))
-    return [(start, min(start + size, count)) for start in range(0, count, size)]
-
-
-def _chunks(
-    preset: str,
-    seed: int,
-    count: int,
-    fmt: Format,
-    jobs: int,
-    executor: ProcessPoolExecutor | None,
-) -> Generator[tuple[list[bytes], int], None, None]:
-    """The chunks of the run in index order, with at most a bounded window in flight."""
-    bounds = _bounds(count, jobs)
-    if executor is None:
-        for start, stop in bounds:
-            yield simulate_chunk(preset, seed, start, stop, fmt)
-        return
-    pending: deque[Future[tuple[list[bytes], int]]] = deque()
-    todo = deque(bounds)
-
-    def submit() -> None:
-        start, stop = todo.popleft()
-        pending.append(executor.submit(simulate_chunk, preset, seed, start, stop, fmt))
-
-    try:
-        while todo and len(pending) < _WINDOW_PER_JOB * jobs:
-            submit()
-        while pending:
-            result = pending.popleft().result()
-            if todo:
-                submit()
-            yield result
-    finally:
-        for future in pending:
-            future.cancel()
-
-
-class _Sink(Protocol):
-    def put(self, payloads: list[bytes]) -> None: ...
-
-
-class _KrecSink:
-    def __init__(self, writer: KrecWriter) -> None:
-        self.writer = writer
-
-    def put(self, payloads: list[bytes]) -> None:
-        for payload in payloads:
-            self.writer.write(payload)
-
-
-class _StreamSink:
-    def __init__(self, stream: BinaryIO) -> None:
-        self.stream = stream
-
-    def put(self, payloads: list[bytes]) -> None:
-        self.stream.write(b"".join(payloads))
-
-
-@contextlib.contextmanager
-def _open_sink(path: str) -> Iterator[_Sink]:
-    """Where the records go; a file appears under ``path`` only when complete."""
-    if path == "-":
-        yield _StreamSink(sys.stdout.buffer)
-        sys.stdout.buffer.flush()
-        return
-    if os.path.isdir(path):
-        raise Failed(f"{path}: is a directory")
-    try:
-        if path.endswith(".krec"):
-            writer = KrecWriter.open(path)
-        else:
-            tmp = path + ".tmp"
-            stream = open(tmp, "wb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise Failed(f"cannot write {path}: {exc.strerror or exc}") from None
-    if path.endswith(".krec"):
-        with writer:  # aborts (removes the temporary file) on any error
-            yield _KrecSink(writer)
-        return
-    try:
-        with stream:
-            yield _StreamSink(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+__all__ = ["simulate"]
 
 
 @click.command()
@@ -228,7 +83,8 @@ def simulate(
     preset = preset.lower()
     fmt: Format = "krec" if output.endswith(".krec") else "jsonl"
     jobs = jobs or os.cpu_count() or 1
-    jobs = min(jobs, count)
+    if output != "-" and os.path.isdir(output):
+        raise Failed(f"{output}: is a directory")
     err_console = Console(stderr=True)
     show_progress = err_console.is_terminal if progress is None else progress
     bar = Progress(
@@ -241,36 +97,27 @@ def simulate(
         transient=True,
         disable=not show_progress,
     )
-    began = time.perf_counter()
-    deals = 0
-    done = 0
     try:
-        with contextlib.ExitStack() as stack:
-            sink = stack.enter_context(_open_sink(output))
-            executor = None
-            if jobs > 1:
-                executor = stack.enter_context(
-                    ProcessPoolExecutor(jobs, initializer=_ignore_interrupts)
+        with bar:
+            task = bar.add_task("simulate", total=count)
+
+            def advance(done: int) -> None:
+                bar.update(task, completed=done)
+
+            if output == "-":
+                summary = simulate_to_stream(
+                    sys.stdout.buffer, preset, count, seed, fmt=fmt, jobs=jobs, progress=advance
                 )
-            chunks = _chunks(preset, seed, count, fmt, jobs, executor)
-            stack.callback(chunks.close)  # cancel what is still queued on failure
-            with bar:
-                task = bar.add_task("simulate", total=count)
-                for payloads, chunk_deals in chunks:
-                    sink.put(payloads)
-                    done += len(payloads)
-                    deals += chunk_deals
-                    bar.update(task, completed=done)
+            else:
+                summary = simulate_to_file(
+                    output, preset, count, seed, fmt=fmt, jobs=jobs, progress=advance
+                )
     except BrokenPipeError:
-        # The reader of standard output went away: stop quietly, like other filters.
-        with contextlib.suppress(OSError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+        raise
     except OSError as exc:
         raise Failed(f"cannot write {output}: {exc.strerror or exc}") from None
-    seconds = time.perf_counter() - began
-    rate = deals / seconds if seconds > 0 else 0.0
     click.echo(
-        f"simulated {done} matches ({deals} deals) in {seconds:.2f} s, {rate:.0f} deals/s",
+        f"simulated {summary.matches} matches ({summary.deals} deals) in "
+        f"{summary.seconds:.2f} s, {summary.deals_per_second:.0f} deals/s",
         err=True,
     )

@@ -13,10 +13,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from kingrec.fastcheck import validate_frames
 from kingrec.findings import MatchReport, Severity
 from kingrec.records import Damage, RecordFile, open_records
-from kingrec.validator import validate_match
+from kingrec.validation import validate_records
 
 from .errors import EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE, Failed, user_errors
 
@@ -39,25 +38,12 @@ def _reports(records: RecordFile, progress: Progress | None) -> Iterator[MatchRe
     task = None
     if progress is not None:
         task = progress.add_task(records.name, total=records.size)
-    for item in _judged(records):
+    for item in validate_records(records):
         yield item
         if progress is not None and task is not None:
             progress.update(task, completed=records.bytes_read)
     if progress is not None and task is not None:
         progress.remove_task(task)
-
-
-def _judged(records: RecordFile) -> Iterator[MatchReport | Damage]:
-    """Reports in file order: .krec frames are judged from their bytes, in batches."""
-    if records.format == "krec":
-        yield from validate_frames(records.raw_frames())
-        return
-    for item in records:
-        if isinstance(item, Damage):
-            yield item
-        else:
-            location, match = item
-            yield validate_match(match, location)
 
 
 @click.command()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from .errors import CardError
+
 __all__ = [
     "ALL_CARDS",
     "CLUBS",
@@ -43,10 +45,6 @@ TWO, JACK, QUEEN, KING, ACE = 0, 9, 10, 11, 12
 ALL_CARDS = (1 << 52) - 1
 SUIT_MASKS = tuple(((1 << 13) - 1) << (13 * s) for s in range(4))
 KING_OF_HEARTS = HEARTS * 13 + KING
-
-
-class CardError(ValueError):
-    """Text that does not name a card."""
 
 
 def make_card(suit: int, rank: int) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from .cards import HEARTS, JACK, KING, KING_OF_HEARTS, QUEEN, SUIT_MASKS, mask_of
+from .errors import ContractError
 
 __all__ = [
     "CARD_CONTRACTS",
@@ -96,6 +97,6 @@ def parse_contract(text: str) -> Contract:
     try:
         return _ALIASES[key]
     except KeyError:
-        raise ValueError(
+        raise ContractError(
             f"{text!r} is not a contract ({', '.join(c.name for c in Contract)})"
         ) from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = [
     "CardError",
     "ContractError",
+    "DamagedFileError",
     "IllegalPlayError",
     "JsonRecordError",
     "KingrecError",
@@ -60,6 +61,18 @@ class UnsupportedVersionError(RecordFileError):
     """A .krec container from a newer kingrec (format version or header flags unknown)."""
 
     code = "UNSUPPORTED_VERSION"
+
+
+class DamagedFileError(RecordFileError):
+    """A file with damaged frames or lines where the caller asked for all records or none.
+
+    ``damage`` lists the damaged stretches (``kingrec.records.Damage``)."""
+
+    code = "DAMAGED"
+
+    def __init__(self, message: str, damage: tuple[object, ...] = ()) -> None:
+        super().__init__(message)
+        self.damage = damage
 
 
 class UnreadableFileError(RecordFileError):

@@ -30,6 +30,7 @@ __all__ = [
     "COMPILED",
     "check_payload",
     "check_payloads",
+    "checker_of",
     "validate_frames",
     "validate_payload",
 ]
@@ -67,15 +68,22 @@ def _core_params(raw: bytes) -> dict[str, object] | None:
         return None
 
 
-def _load_checker() -> _Checker | None:
-    """The compiled checker, unless it is not built or pure Python is forced."""
-    module = _twins.ACTIVE.fastcheck
-    if module is None:
-        return None
-    return cast(_Checker, module.MatchChecker(_core_params))
+_CHECKERS: dict[str, _Checker | None] = {}
 
 
-_checker = _load_checker()
+def checker_of(twins: _twins.Twins | None = None) -> _Checker | None:
+    """The wire-level checker of a set of twins (default: the active one); None for the
+    pure-Python twins, whose records all take the reference path."""
+    twins = twins or _twins.ACTIVE
+    if twins.name not in _CHECKERS:
+        module = twins.fastcheck
+        _CHECKERS[twins.name] = (
+            None if module is None else cast(_Checker, module.MatchChecker(_core_params))
+        )
+    return _CHECKERS[twins.name]
+
+
+_checker = checker_of()
 COMPILED = _checker is not None
 
 
@@ -120,18 +128,23 @@ def _report(payload: bytes, verdict: _Verdict, location: Location) -> MatchRepor
 
 
 def validate_frames(
-    frames: Iterable[tuple[Location, bytes] | Damage], batch: int = BATCH
+    frames: Iterable[tuple[Location, bytes] | Damage],
+    batch: int = BATCH,
+    *,
+    twins: _twins.Twins | None = None,
 ) -> Iterator[MatchReport | Damage]:
     """Reports for a stream of raw frames (``RecordFile.raw_frames``), in order.
 
     Frames are checked ``batch`` at a time; damage passes through, and a frame that is not
     a Match becomes FRAME_UNDECODABLE damage exactly as ``RecordFile`` reports it.
     """
+    checker = checker_of(twins)
+    engine = (twins or _twins.ACTIVE).engine
     items = iter(frames)
     while chunk := list(islice(items, batch)):
         payloads = [item[1] for item in chunk if not isinstance(item, Damage)]
         verdicts: Iterator[_Verdict] = iter(
-            _checker.check_batch(payloads) if _checker is not None else [None] * len(payloads)
+            checker.check_batch(payloads) if checker is not None else [None] * len(payloads)
         )
         for item in chunk:
             if isinstance(item, Damage):
@@ -143,4 +156,7 @@ def validate_frames(
                 yield _clean_report(verdict, location)
                 continue
             decoded = decode_frame(location, payload)
-            yield decoded if isinstance(decoded, Damage) else validate_match(decoded, location)
+            if isinstance(decoded, Damage):
+                yield decoded
+            else:
+                yield validate_match(decoded, location, engine)

@@ -211,7 +211,7 @@ def test_a_bug_is_one_line_and_exit_3_not_a_traceback(
     def broken(*args: object) -> None:
         raise RuntimeError("the engine fell over")
 
-    monkeypatch.setattr(kingrec_cli.validate, "_judged", broken)
+    monkeypatch.setattr(kingrec_cli.validate, "validate_records", broken)
     monkeypatch.setattr(sys, "argv", ["kingrec", "validate", str(CLASSIC)])
     monkeypatch.delenv("KINGREC_DEBUG", raising=False)
     with pytest.raises(SystemExit) as exit_:

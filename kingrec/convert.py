@@ -1,0 +1,96 @@
+"""Converting record files: .krec to JSON Lines and back, without loss.
+
+Records stream through in constant memory; the output file appears only when complete
+(``kingrec.safefile``). A damaged input is refused (``DamagedFileError``, nothing written)
+unless ``skip_damaged``, when its readable records are converted and the damage is reported.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import IO, Literal
+
+from . import jsonl
+from .container import KrecWriter
+from .errors import DamagedFileError
+from .records import Damage, RecordFile, open_records
+from .safefile import atomic_output
+from .v1 import record_pb2 as pb
+
+__all__ = ["ConversionSummary", "Format", "convert_file", "format_for"]
+
+Format = Literal["krec", "jsonl"]
+
+
+@dataclass
+class ConversionSummary:
+    format: Format
+    converted: int = 0
+    damage: list[Damage] = field(default_factory=list)
+
+
+def format_for(target: str) -> Format:
+    """The output format a target name asks for: .krec, else JSON Lines (``-`` too)."""
+    return "krec" if target.endswith(".krec") else "jsonl"
+
+
+def _matches(
+    records: RecordFile,
+    summary: ConversionSummary,
+    skip_damaged: bool,
+    on_damage: Callable[[Damage], object] | None,
+) -> Iterator[pb.Match]:
+    for item in records:
+        if isinstance(item, Damage):
+            summary.damage.append(item)
+            if on_damage is not None:
+                on_damage(item)
+            if not skip_damaged:
+                raise DamagedFileError(
+                    f"{records.name} is damaged; nothing written (use --skip-damaged to convert "
+                    "the readable records)",
+                    (item,),
+                )
+            continue
+        summary.converted += 1
+        yield item[1]
+
+
+def _write(out: IO[bytes], matches: Iterator[pb.Match], fmt: Format) -> None:
+    if fmt == "krec":
+        writer = KrecWriter(out)
+        for m in matches:
+            writer.write_match(m)
+        writer.close()
+        return
+    text = io.TextIOWrapper(out, encoding="utf-8", newline="\n", write_through=True)
+    try:
+        jsonl.write_jsonl(text, matches)
+        text.flush()
+    finally:
+        text.detach()  # the caller owns (and closes or renames) the binary file
+
+
+def convert_file(
+    source: str,
+    target: str | IO[bytes],
+    *,
+    to: Format | None = None,
+    skip_damaged: bool = False,
+    on_damage: Callable[[Damage], object] | None = None,
+) -> ConversionSummary:
+    """Convert the records of ``source`` (a path, ``-`` for standard input) into ``target``
+    (a path, written atomically, or an open binary stream)."""
+    fmt: Format = to or (format_for(target) if isinstance(target, str) else "jsonl")
+    summary = ConversionSummary(fmt)
+    with open_records(source) as records:
+        matches = _matches(records, summary, skip_damaged, on_damage)
+        if isinstance(target, str):
+            with atomic_output(target) as out:
+                _write(out, matches, fmt)
+        else:
+            _write(target, matches, fmt)
+            target.flush()
+    return summary

@@ -1,0 +1,212 @@
+"""Simulation runs: many matches, on several cores, written as one record file.
+
+Match ``i`` of a run is ``simulate_match(rules, derive_seed(seed, i))``, exactly what
+``kingrec.simulate.simulate_matches`` yields, so a run is reproducible from its preset and
+seed alone. Work is cut into chunks of consecutive match indices; each chunk is simulated
+and serialized on its own (in a worker process when ``jobs > 1``) and the chunks are written
+in index order, so the output bytes do not depend on the number of jobs. Only a bounded
+window of chunks is in flight at any time: memory stays flat however many matches are asked
+for.
+
+Worker processes die with the run: they are terminated when it fails or is interrupted, and
+they end themselves if the parent process disappears (``kill -9``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import multiprocessing.pool
+import os
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import BinaryIO, Literal
+
+from . import jsonl
+from .container import KrecWriter
+from .rules import PRESETS
+from .safefile import atomic_output
+from .simulate import derive_seed, simulate_match
+
+__all__ = [
+    "Format",
+    "SimulationSummary",
+    "simulate_chunk",
+    "simulate_to_file",
+    "simulate_to_stream",
+]
+
+Format = Literal["krec", "jsonl"]
+
+# Largest number of matches one chunk holds, and chunks in flight per job.
+_MAX_CHUNK = 64
+_WINDOW_PER_JOB = 3
+
+
+@dataclass(frozen=True)
+class SimulationSummary:
+    matches: int
+    deals: int
+    seconds: float
+
+    @property
+    def deals_per_second(self) -> float:
+        return self.deals / self.seconds if self.seconds > 0 else 0.0
+
+
+def simulate_chunk(
+    preset: str, seed: int, start: int, stop: int, fmt: Format
+) -> tuple[list[bytes], int]:
+    """Simulate matches ``start .. stop-1`` of a run and serialize them.
+
+    Returns one payload per match (a serialized ``Match`` for ``krec``, a UTF-8 line with
+    its newline for ``jsonl``) and the number of deals they hold. Runs in worker processes,
+    so it takes only plain values.
+    """
+    rules = PRESETS[preset]
+    out: list[bytes] = []
+    deals = 0
+    for index in range(start, stop):
+        match = simulate_match(rules, derive_seed(seed, index))
+        deals += len(match.deals)
+        if fmt == "krec":
+            out.append(match.SerializeToString())
+        else:
+            out.append((jsonl.dumps_match(match) + "\n").encode("utf-8"))
+    return out, deals
+
+
+def _bounds(count: int, jobs: int) -> list[tuple[int, int]]:
+    """Consecutive index ranges covering ``0 .. count-1``."""
+    size = max(1, min(_MAX_CHUNK, -(-count // (jobs * 4))))
+    return [(start, min(start + size, count)) for start in range(0, count, size)]
+
+
+# -- workers --------------------------------------------------------------------------------
+
+
+def _die_with(parent: int) -> None:
+    """Worker start: leave Ctrl-C and SIGTERM handling to the parent, and end when it does."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the death signal was armed
+        os._exit(1)
+
+    def watch() -> None:  # elsewhere (and as a second line): notice the parent is gone
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _chunks(
+    preset: str, seed: int, count: int, fmt: Format, jobs: int
+) -> Generator[tuple[list[bytes], int], None, None]:
+    """The chunks of the run in index order, with at most a bounded window in flight."""
+    bounds = _bounds(count, jobs)
+    if jobs <= 1:
+        for start, stop in bounds:
+            yield simulate_chunk(preset, seed, start, stop, fmt)
+        return
+    pool = multiprocessing.get_context().Pool(jobs, initializer=_die_with, initargs=(os.getpid(),))
+    try:
+        pending: deque[multiprocessing.pool.AsyncResult[tuple[list[bytes], int]]] = deque()
+        todo = deque(bounds)
+        while todo or pending:
+            while todo and len(pending) < _WINDOW_PER_JOB * jobs:
+                start, stop = todo.popleft()
+                pending.append(pool.apply_async(simulate_chunk, (preset, seed, start, stop, fmt)))
+            yield pending.popleft().get()
+        pool.close()
+    finally:
+        pool.terminate()  # on any failure or interrupt: no worker outlives the run
+        pool.join()
+
+
+# -- runs -----------------------------------------------------------------------------------
+
+
+def _run(
+    put: Callable[[list[bytes]], object],
+    preset: str,
+    count: int,
+    seed: int,
+    fmt: Format,
+    jobs: int,
+    progress: Callable[[int], object] | None,
+) -> SimulationSummary:
+    began = time.perf_counter()
+    done = deals = 0
+    chunks = _chunks(preset, seed, count, fmt, max(1, min(jobs, count)))
+    try:
+        for payloads, chunk_deals in chunks:
+            put(payloads)
+            done += len(payloads)
+            deals += chunk_deals
+            if progress is not None:
+                progress(done)
+    finally:
+        chunks.close()  # stops the workers when the run ends early
+    return SimulationSummary(done, deals, time.perf_counter() - began)
+
+
+def simulate_to_file(
+    path: str,
+    preset: str,
+    count: int,
+    seed: int,
+    *,
+    fmt: Format | None = None,
+    jobs: int = 1,
+    progress: Callable[[int], object] | None = None,
+) -> SimulationSummary:
+    """Simulate ``count`` matches into ``path`` (.krec, else JSON Lines, unless ``fmt``).
+
+    The file appears only when complete (``kingrec.safefile``); ``progress(done)`` is called
+    after each chunk. ``jobs`` worker processes (1: this process).
+    """
+    fmt = fmt or ("krec" if path.endswith(".krec") else "jsonl")
+    with atomic_output(path) as out:
+        if fmt == "krec":
+            writer = KrecWriter(out)
+            return _run(
+                lambda ps: [writer.write(p) for p in ps], preset, count, seed, fmt, jobs, progress
+            )
+        return _run(lambda ps: out.write(b"".join(ps)), preset, count, seed, fmt, jobs, progress)
+
+
+def simulate_to_stream(
+    stream: BinaryIO,
+    preset: str,
+    count: int,
+    seed: int,
+    *,
+    fmt: Format = "jsonl",
+    jobs: int = 1,
+    progress: Callable[[int], object] | None = None,
+) -> SimulationSummary:
+    """Simulate ``count`` matches onto an open binary stream (standard output, a socket)."""
+    if fmt == "krec":
+        writer = KrecWriter(stream)
+        summary = _run(
+            lambda ps: [writer.write(p) for p in ps], preset, count, seed, fmt, jobs, progress
+        )
+    else:
+        summary = _run(
+            lambda ps: stream.write(b"".join(ps)), preset, count, seed, fmt, jobs, progress
+        )
+    stream.flush()
+    return summary
