@@ -12,6 +12,7 @@ setup(
     ext_modules=cythonize(
         [
             Extension("kingrec._engine_c", ["kingrec/_engine_c.pyx"], extra_compile_args=_OPT),
+            Extension("kingrec._frames_c", ["kingrec/_frames_c.pyx"], extra_compile_args=_OPT),
             # The simulator twin must round floats exactly as Python does: no fused a*b+c.
             Extension(
                 "kingrec._sim_c",

@@ -5,28 +5,35 @@ Layout (all integers little-endian)::
     file header  12 bytes  MAGIC (8) | format version u16 (= 1) | flags u16 (= 0)
     frame        16 bytes  b"KRF1" | payload length u32 | crc32(payload) u32
                            | crc32(first 12 bytes of this frame header) u32
-                 n bytes   payload (one serialized ``kingrec.v1.Match``)
+                 n bytes   payload (one serialized ``kingrec.v1.Match``),
+                           n <= ``kingrec.limits.MAX_FRAME_BYTES``
 
 Every frame carries its own checksums, so a damaged frame is reported and skipped
 and the reader resynchronises on the next intact frame header.  The reader uses only
 ``read()`` (never ``seek``/``tell``) and keeps a bounded buffer, so it streams files
-of any size, including from pipes such as ``sys.stdin.buffer``.
+of any size, including from pipes such as ``sys.stdin.buffer``.  Any input of N bytes,
+however it is damaged or built to hurt, is read in time linear in N.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from array import array
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Protocol, Self, TypeAlias
+from typing import Protocol, Self, TypeAlias, cast
 
 from google.protobuf.message import DecodeError
 
-from kingrec.v1 import record_pb2
+from . import _frames_py
+from .errors import LimitError, NotRecordFileError, UnreadableFileError, UnsupportedVersionError
+from .limits import MAX_FRAME_BYTES
+from .v1 import record_pb2
 
 __all__ = [
     "FILE_HEADER_SIZE",
@@ -34,20 +41,18 @@ __all__ = [
     "FRAME_HEADER_SIZE",
     "FRAME_MARKER",
     "MAGIC",
-    "MAX_PAYLOAD_SIZE",
-    "ContainerError",
     "Frame",
     "FrameDamage",
     "FrameInfo",
+    "FrameRun",
     "KrecWriter",
-    "NotKrecError",
     "ReadableBinary",
     "SerializableMessage",
-    "UnsupportedVersionError",
     "WritableBinary",
     "decode_frame",
     "is_krec",
     "iter_matches",
+    "read_frame_runs",
     "read_frames",
 ]
 
@@ -58,14 +63,9 @@ FORMAT_VERSION = 1
 FILE_HEADER_SIZE = 12
 FRAME_MARKER = b"KRF1"
 FRAME_HEADER_SIZE = 16
-MAX_PAYLOAD_SIZE = 64 * 1024 * 1024
 
 _FILE_HEADER = struct.Struct("<8sHH")
 _FRAME_HEADER = struct.Struct("<4sIII")
-_CHUNK = 64 * 1024
-# Cap on a single read() so filling a large payload never holds a second
-# payload-sized temporary next to the buffer.
-_MAX_READ = 1024 * 1024
 
 
 class ReadableBinary(Protocol):
@@ -91,26 +91,6 @@ class SerializableMessage(Protocol):
 Source: TypeAlias = str | os.PathLike[str] | ReadableBinary
 
 
-# --------------------------------------------------------------------------- errors
-
-
-class ContainerError(Exception):
-    """The file header is unusable; ``offset`` is where the problem was found."""
-
-    def __init__(self, message: str, offset: int = 0) -> None:
-        super().__init__(message)
-        self.message = message
-        self.offset = offset
-
-
-class NotKrecError(ContainerError):
-    """The input does not start with the ``.krec`` signature."""
-
-
-class UnsupportedVersionError(ContainerError):
-    """The file uses a format version or header flags this kingrec does not know."""
-
-
 # --------------------------------------------------------------------------- records
 
 
@@ -131,6 +111,15 @@ class Frame:
     index: int
     offset: int
     payload: bytes = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class FrameRun:
+    """Intact frames in a row: frame ``first + i`` has its header at ``offsets[i]``."""
+
+    first: int
+    offsets: list[int] = field(repr=False)
+    payloads: list[bytes] = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,12 +190,13 @@ class KrecWriter:
         return self._closed
 
     def write(self, payload: bytes) -> FrameInfo:
-        """Append one frame holding ``payload``."""
+        """Append one frame holding ``payload``; ``LimitError`` if it is over the frame bound."""
         if self._closed:
             raise ValueError("write to a closed KrecWriter")
-        if len(payload) > MAX_PAYLOAD_SIZE:
-            raise ValueError(
-                f"payload of {len(payload)} bytes exceeds the {MAX_PAYLOAD_SIZE}-byte frame limit"
+        if len(payload) > MAX_FRAME_BYTES:
+            raise LimitError(
+                f"a frame payload of {len(payload)} bytes is over MAX_FRAME_BYTES, the "
+                f"{MAX_FRAME_BYTES}-byte limit of one frame"
             )
         header = _frame_header(payload)
         info = FrameInfo(self._count, self._offset, len(payload), zlib.crc32(payload))
@@ -274,61 +264,171 @@ class KrecWriter:
 
 # --------------------------------------------------------------------------- reader
 
+# Bytes asked of read() at a time: the frame loop then runs over many frames per call.
+_CHUNK = 1 << 20
+# Consumed bytes are dropped from the buffer once there are this many.
+_RELEASE = 1 << 18
 
-class _Stream:
-    """A read()-only byte stream with a bounded look-ahead buffer and an absolute offset."""
+ScanFrames: TypeAlias = Callable[
+    [bytes | bytearray | memoryview, int, int, int], tuple[list[bytes], list[int], int]
+]
+
+
+def _load_scan_frames() -> ScanFrames:
+    """The compiled frame loop (``_frames_c``) unless pure Python is forced or it is not built."""
+    if os.environ.get("KINGREC_PURE_PYTHON", "") not in ("", "0"):
+        return _frames_py.scan_frames
+    try:
+        module = importlib.import_module("kingrec._frames_c")
+    except ImportError:
+        return _frames_py.scan_frames
+    return cast(ScanFrames, module.scan_frames)
+
+
+_scan_frames = _load_scan_frames()
+
+
+# A damaged stretch may hold many sound frame headers whose payloads overlap (a file built
+# to hurt: a header every 16 bytes, each claiming the rest of the file). Checksumming each
+# payload anew would read the same bytes over and over, so while recovering the reader
+# keeps S(x), the crc32 of the input from an origin up to x, at every _SUM_STEP-th byte, and
+# gets any span's crc32 from two prefixes: crc32(data[a:b]) = S(b) ^ S(a)·x^(8(b-a)) mod P.
+# Multiplying by x^(8n) is running a bare CRC register through n zero bytes; that is linear
+# in the register, so it takes one lookup per register byte for each hex digit of n.
+_SUM_STEP = 1024
+_ONES = 0xFFFFFFFF
+# _zeros_tables[place * 16 + digit]: the map of ``digit * 16**place`` zero bytes, built
+# when first needed; n < 16**8 covers any span the reader checks.
+_zeros_tables: list[array[int] | None] = [None] * (8 * 16)
+
+
+def _apply(table: array[int], v: int) -> int:
+    """The linear map ``table`` (4 x 256 entries, one block per byte of v) applied to v."""
+    t = table
+    return t[v & 255] ^ t[256 | v >> 8 & 255] ^ t[512 | v >> 16 & 255] ^ t[768 | v >> 24]
+
+
+def _table_of(images: list[int]) -> array[int]:
+    """The lookup table of the linear map sending bit i of a register to ``images[i]``."""
+    table = array("I", bytes(4 * 1024))
+    for lane in range(4):
+        block = lane * 256
+        for c in range(1, 256):
+            low = c & -c
+            table[block | c] = table[block | c ^ low] ^ images[lane * 8 + low.bit_length() - 1]
+    return table
+
+
+def _zeros_table(place: int, digit: int) -> array[int]:
+    """The map of a bare CRC register run through ``digit * 16**place`` zero bytes."""
+    table = _zeros_tables[place * 16 + digit]
+    if table is not None:
+        return table
+    if digit == 1 and place == 0:
+        # zlib conditions its register with ~ on the way in and out; undo both.
+        images = [zlib.crc32(b"\0", (1 << i) ^ _ONES) ^ _ONES for i in range(32)]
+    else:
+        # Two maps one after the other: 16**p = 8·16**(p-1) twice, 2d = d twice, and any
+        # other digit is its lowest bit then the rest.
+        low = digit & -digit
+        if digit == 1:
+            first = then = _zeros_table(place - 1, 8)
+        elif digit == low:
+            first = then = _zeros_table(place, digit // 2)
+        else:
+            first, then = _zeros_table(place, low), _zeros_table(place, digit - low)
+        images = [_apply(then, _apply(first, 1 << i)) for i in range(32)]
+    table = _zeros_tables[place * 16 + digit] = _table_of(images)
+    return table
+
+
+def _run_zeros(v: int, n: int) -> int:
+    """The bare CRC register ``v`` after ``n`` zero bytes (v·x^(8n) mod P)."""
+    place = 0
+    while n and v:
+        digit = n & 15
+        if digit:
+            t = _zeros_tables[place * 16 + digit] or _zeros_table(place, digit)
+            v = t[v & 255] ^ t[256 | v >> 8 & 255] ^ t[512 | v >> 16 & 255] ^ t[768 | v >> 24]
+        n >>= 4
+        place += 1
+    return v
+
+
+class _Window:
+    """The input through a bounded buffer, at absolute offsets; only ``read()`` is used."""
 
     def __init__(self, raw: ReadableBinary) -> None:
-        self._raw = raw
-        self._buf = bytearray()
-        self._pos = 0
-        self._eof = False
-        self.offset = 0  # absolute offset of the first unconsumed byte
+        # read1 returns what a pipe has (frames come out as they arrive); files fill it.
+        self._read: Callable[[int], bytes] = getattr(raw, "read1", None) or raw.read
+        self.buf = bytearray()
+        self.base = 0  # absolute offset of buf[0]
+        self.eof = False
+        self._origin = 0  # absolute offset where the prefix sums start
+        self._sums = [0]  # _sums[i]: crc32 of the input from _origin to _origin + i*_SUM_STEP
 
-    def available(self) -> int:
-        return len(self._buf) - self._pos
+    @property
+    def end(self) -> int:
+        return self.base + len(self.buf)
 
-    def read_more(self, want: int = _CHUNK) -> bool:
-        """Append up to ``want`` more bytes to the buffer; False at end of input."""
-        if self._eof:
+    def read_more(self, want: int = 0) -> bool:
+        """One read of up to ``max(want, _CHUNK)`` bytes; False at the end of the input."""
+        if self.eof:
             return False
-        if self._pos:
-            # Drop consumed bytes first so the buffer never grows past the look-ahead.
-            del self._buf[: self._pos]
-            self._pos = 0
-        chunk = self._raw.read(min(max(want, _CHUNK), _MAX_READ))
+        chunk = self._read(max(want, _CHUNK))
         if not chunk:
-            self._eof = True
+            self.eof = True
             return False
-        self._buf += chunk
+        self.buf += chunk
         return True
 
-    def fill(self, n: int) -> int:
-        """Buffer at least ``n`` bytes unless the input ends first; return bytes available."""
-        while self.available() < n and self.read_more(n - self.available()):
+    def fill(self, stop: int) -> int:
+        """Buffer the input up to absolute offset ``stop`` unless it ends first; the end."""
+        while self.base + len(self.buf) < stop and self.read_more(stop - self.end):
             pass
-        return self.available()
+        return self.base + len(self.buf)
 
-    def peek(self, n: int, start: int = 0) -> bytes:
-        """Copy of up to ``n`` buffered bytes, ``start`` bytes past the read position."""
-        begin = self._pos + start
-        with memoryview(self._buf) as view:
-            return view[begin : begin + n].tobytes()
+    def release(self, before: int) -> None:
+        """Forget the bytes before ``before`` (the prefix sums keep what they need)."""
+        if before - self.base < _RELEASE:
+            return
+        kept = (before - self._origin) // _SUM_STEP
+        if 0 <= kept < len(self._sums):
+            # Keep the last sum at or before ``before`` and the bytes from it on.
+            self._origin += kept * _SUM_STEP
+            self._sums = self._sums[kept:]
+            before = self._origin
+        else:
+            self.restart_sums(before)
+        del self.buf[: before - self.base]  # O(1): bytearray drops a prefix in place
+        self.base = before
 
-    def take(self, n: int) -> bytes:
-        data = self.peek(n)
-        self.skip(len(data))
-        return data
+    def take(self, start: int, stop: int) -> bytes:
+        with memoryview(self.buf) as view:
+            return view[start - self.base : stop - self.base].tobytes()
 
-    def skip(self, n: int) -> None:
-        n = min(n, self.available())
-        self._pos += n
-        self.offset += n
+    def restart_sums(self, origin: int) -> None:
+        """Count the prefix sums from ``origin`` (which no later ``crc`` span may precede)."""
+        self._origin = origin
+        self._sums = [0]
 
-    def find(self, needle: bytes) -> int:
-        """Position of ``needle`` relative to the read position, or -1."""
-        j = self._buf.find(needle, self._pos)
-        return -1 if j < 0 else j - self._pos
+    def crc(self, start: int, stop: int) -> int:
+        """crc32 of the buffered input ``[start, stop)`` from the prefix sums.
+
+        The sums are extended as far as ``stop`` (once: later spans reuse them), so a span
+        costs two lookups, at most 2 * _SUM_STEP bytes checksummed and a shift.
+        """
+        return self._prefix(stop) ^ _run_zeros(self._prefix(start), stop - start)
+
+    def _prefix(self, x: int) -> int:
+        buf, sums = self.buf, self._sums
+        step, rest = divmod(x - self._origin, _SUM_STEP)
+        at = self._origin - self.base  # the origin in buffer coordinates
+        while len(sums) <= step:
+            a = at + (len(sums) - 1) * _SUM_STEP
+            sums.append(zlib.crc32(buf[a : a + _SUM_STEP], sums[-1]))
+        a = at + step * _SUM_STEP
+        return zlib.crc32(buf[a : a + rest], sums[step])
 
 
 def _describe_non_krec(head: bytes) -> str:
@@ -363,20 +463,21 @@ def _describe_non_krec(head: bytes) -> str:
     return f"does not start with the .krec signature (first bytes: {head[:8].hex(' ')})"
 
 
-def _read_file_header(stream: _Stream, name: str) -> None:
-    got = stream.fill(FILE_HEADER_SIZE)
+def _read_file_header(win: _Window, name: str) -> None:
+    got = min(win.fill(FILE_HEADER_SIZE), FILE_HEADER_SIZE)
+    head = bytes(win.buf[:got])
     n = min(got, len(MAGIC))
-    if got == 0 or stream.peek(n) != MAGIC[:n]:
+    if got == 0 or head[:n] != MAGIC[:n]:
         # Look a little further than the header so text and JSON are recognisable.
-        stream.fill(64)
-        sample = stream.peek(64)
-        raise NotKrecError(f"{name} is not a .krec file: it {_describe_non_krec(sample)}", 0)
+        win.fill(64)
+        sample = bytes(win.buf[:64])
+        raise NotRecordFileError(f"{name} is not a .krec file: it {_describe_non_krec(sample)}", 0)
     if got < FILE_HEADER_SIZE:
-        raise ContainerError(
+        raise UnreadableFileError(
             f"{name} is truncated: its file header has only {got} of {FILE_HEADER_SIZE} bytes",
             got,
         )
-    _, version, flags = _FILE_HEADER.unpack(stream.take(FILE_HEADER_SIZE))
+    _, version, flags = _FILE_HEADER.unpack(head)
     if version > FORMAT_VERSION:
         raise UnsupportedVersionError(
             f"{name} was written by a newer kingrec (format {version}); this one reads "
@@ -384,7 +485,7 @@ def _read_file_header(stream: _Stream, name: str) -> None:
             8,
         )
     if version < 1:
-        raise ContainerError(f"{name} has an invalid format version {version}", 8)
+        raise UnreadableFileError(f"{name} has an invalid format version {version}", 8)
     if flags:
         raise UnsupportedVersionError(
             f"{name} uses header flags {flags:#06x} that this kingrec does not understand "
@@ -393,64 +494,80 @@ def _read_file_header(stream: _Stream, name: str) -> None:
         )
 
 
-def _header_problem(header: bytes) -> str | None:
-    """Why a 16-byte frame header is unusable, or None if it is sound."""
-    marker, length, _, header_crc = _FRAME_HEADER.unpack(header)
+def _header_problem(buf: bytearray, at: int) -> str | None:
+    """Why the 16-byte frame header at ``buf[at]`` is unusable, or None if it is sound."""
+    marker, length, _, header_crc = _FRAME_HEADER.unpack_from(buf, at)
     if marker != FRAME_MARKER:
         return "no frame marker where a frame should start"
-    if zlib.crc32(header[:12]) != header_crc:
+    if zlib.crc32(buf[at : at + 12]) != header_crc:
         return "frame header checksum mismatch"
-    if length > MAX_PAYLOAD_SIZE:
+    if length > MAX_FRAME_BYTES:
         return f"impossible payload length of {length} bytes"
     return None
 
 
-def _resync(stream: _Stream) -> bool:
-    """Skip past the damaged frame at the read position to the next sound frame header.
+def _resync(win: _Window, start: int) -> int:
+    """The offset of the first sound frame header at or after ``start``; -1 if the input ends.
 
-    Returns False if the input ends first.  Scans from one byte after the damaged
-    frame's start (not after its declared end) because its length may be the damage,
-    or a crashed write may have been followed by appended frames.
+    A damaged frame is searched from one byte after its start (not after its declared end)
+    because its length may be the damage, or a crashed write may have been followed by
+    appended frames. Every byte is looked at once as a frame start, and the buffer never
+    holds more than a little behind ``start`` and a chunk ahead.
     """
-    stream.skip(1)
-    keep = len(FRAME_MARKER) - 1  # a marker may straddle two chunks
+    pos = start
     while True:
-        j = stream.find(FRAME_MARKER)
-        if j < 0:
-            stream.skip(max(0, stream.available() - keep))
-            if not stream.read_more():
-                stream.skip(stream.available())
-                return False
-            continue
-        stream.skip(j)
-        if stream.fill(FRAME_HEADER_SIZE) < FRAME_HEADER_SIZE:
+        win.release(pos)
+        buf, base = win.buf, win.base
+        size = len(buf)
+        at = buf.find(FRAME_MARKER, pos - base)
+        while 0 <= at <= size - FRAME_HEADER_SIZE:
+            _, length, _, header_crc = _FRAME_HEADER.unpack_from(buf, at)
+            if length <= MAX_FRAME_BYTES and zlib.crc32(buf[at : at + 12]) == header_crc:
+                return base + at
+            at = buf.find(FRAME_MARKER, at + 1)
+        # Go on from a marker whose header is not all buffered yet, or from the last bytes
+        # (a marker may straddle two reads).
+        pos = base + at if at >= 0 else max(pos, base + size - (len(FRAME_MARKER) - 1))
+        if not win.read_more():
             # Marker bytes too close to the end to carry a header: without a header
             # checksum they are as likely payload bytes as a cut frame, so they join the
             # damaged stretch rather than count as a second, truncated frame.
-            stream.skip(stream.available())
-            return False
-        if _header_problem(stream.peek(FRAME_HEADER_SIZE)) is None:
-            return True
-        stream.skip(1)
+            return -1
 
 
 def _open_stream(source: Source) -> tuple[ReadableBinary, str, bool]:
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        return open(path, "rb"), path, True  # closed by read_frames
+        return open(path, "rb"), path, True  # closed by read_frame_runs
     return source, str(getattr(source, "name", "input")), False
 
 
 def read_frames(source: Source) -> Iterator[Frame | FrameDamage]:
     """Stream the frames of a container from a path, binary file or pipe.
 
-    Raises ``ContainerError`` (or a subclass) for an unusable file header before
+    Raises a ``kingrec.errors.RecordFileError`` (``NotRecordFileError``,
+    ``UnsupportedVersionError``, ``UnreadableFileError``) for an unusable file header before
     anything is yielded; damaged frames are yielded as ``FrameDamage`` and reading
     continues with the next intact frame.
     """
+    for item in read_frame_runs(source):
+        if isinstance(item, FrameDamage):
+            yield item
+        else:
+            pairs = zip(item.offsets, item.payloads, strict=True)
+            for index, (offset, payload) in enumerate(pairs, item.first):
+                yield Frame(index, offset, payload)
+        del item  # let the run go before the next is read
+
+
+def read_frame_runs(source: Source) -> Iterator[FrameRun | FrameDamage]:
+    """``read_frames`` with the intact frames in runs: no Python object per frame.
+
+    For callers that take frames in bulk (``kingrec.records.RecordFile.raw_frame_batches``).
+    """
     raw, name, owned = _open_stream(source)
     try:
-        yield from _iter_frames(raw, name)
+        yield from _iter_runs(raw, name)
     finally:
         if owned:
             close = getattr(raw, "close", None)
@@ -458,80 +575,95 @@ def read_frames(source: Source) -> Iterator[Frame | FrameDamage]:
                 close()
 
 
-def _iter_frames(raw: ReadableBinary, name: str) -> Iterator[Frame | FrameDamage]:
-    stream = _Stream(raw)
-    _read_file_header(stream, name)
+def _iter_runs(raw: ReadableBinary, name: str) -> Iterator[FrameRun | FrameDamage]:
+    win = _Window(raw)
+    _read_file_header(win, name)
+    pos = FILE_HEADER_SIZE  # where the next frame should start
     index = 0
+    # The end of the farthest payload checksummed by prefix sums. Before it the frame
+    # loop would checksum those bytes again, so frames there are taken one by one here.
+    summed_to = pos
     while True:
-        start = stream.offset
-        got = stream.fill(FRAME_HEADER_SIZE)
-        if got == 0:
+        win.release(pos)
+        if pos >= summed_to:
+            # The happy path, in bulk; it stops at the first frame it cannot take whole.
+            if win.end - pos < _CHUNK // 2:
+                win.read_more()
+            base = win.base
+            payloads, offsets, stop = _scan_frames(
+                win.buf, pos - base, win.end - base, MAX_FRAME_BYTES
+            )
+            if payloads:
+                yield FrameRun(index, [base + at for at in offsets], payloads)
+                index += len(payloads)
+                pos = base + stop
+            del payloads, offsets  # the consumer holds the run; the next read need not
+            win.restart_sums(pos + FRAME_HEADER_SIZE)  # no span before a payload is summed
+        # One frame, judged here: where the loop stopped, or inside summed payloads.
+        end = win.fill(pos + FRAME_HEADER_SIZE)
+        if end == pos:
             return
-        where = f"frame {index} at byte {start}"
-        reason: str
-        if got < FRAME_HEADER_SIZE:
-            partial = stream.peek(got)
-            if FRAME_MARKER.startswith(partial[: len(FRAME_MARKER)]):
+        where = f"frame {index} at byte {pos}"
+        if end - pos < FRAME_HEADER_SIZE:
+            if FRAME_MARKER.startswith(win.take(pos, min(end, pos + len(FRAME_MARKER)))):
                 yield FrameDamage(
                     index,
-                    start,
+                    pos,
                     "truncated",
-                    f"the last frame ({where}) is truncated: {FRAME_HEADER_SIZE - got} bytes "
-                    f"of its {FRAME_HEADER_SIZE}-byte frame header are missing",
+                    f"the last frame ({where}) is truncated: {FRAME_HEADER_SIZE - (end - pos)} "
+                    f"bytes of its {FRAME_HEADER_SIZE}-byte frame header are missing",
                 )
                 return
             reason = "no frame marker where a frame should start"
         else:
-            header = stream.peek(FRAME_HEADER_SIZE)
-            problem = _header_problem(header)
+            problem = _header_problem(win.buf, pos - win.base)
             if problem is None:
-                _, length, payload_crc, _ = _FRAME_HEADER.unpack(header)
-                total = FRAME_HEADER_SIZE + length
-                have = stream.fill(total)
-                if have >= total:
-                    payload = stream.peek(length, FRAME_HEADER_SIZE)
-                    if zlib.crc32(payload) == payload_crc:
-                        stream.skip(total)
-                        yield Frame(index, start, payload)
-                        index += 1
-                        continue
-                    reason = "payload checksum mismatch"
-                else:
-                    # The header is sound but the input ends inside the payload.  That
-                    # is truncation unless an intact frame starts inside the missing
-                    # span (a crashed write followed by appends), so resync first.
-                    if not _resync(stream):
+                _, length, payload_crc, _ = _FRAME_HEADER.unpack_from(win.buf, pos - win.base)
+                start, stop = pos + FRAME_HEADER_SIZE, pos + FRAME_HEADER_SIZE + length
+                end = win.fill(stop)
+                if end < stop:
+                    # The header is sound but the input ends inside the payload. That is
+                    # truncation unless a sound frame header starts inside the missing span
+                    # (a crashed write followed by appends), so resync first.
+                    found = _resync(win, pos + 1)
+                    if found < 0:
                         yield FrameDamage(
                             index,
-                            start,
+                            pos,
                             "truncated",
-                            f"the last frame ({where}) is truncated: {total - have} bytes of "
+                            f"the last frame ({where}) is truncated: {stop - end} bytes of "
                             f"its {length}-byte payload are missing",
                         )
                         return
-                    skipped = stream.offset - start
                     yield FrameDamage(
                         index,
-                        start,
+                        pos,
                         "corrupt",
                         f"{where} is corrupt (the next frame starts inside its payload); "
-                        f"skipped {skipped} bytes to the next frame",
+                        f"skipped {found - pos} bytes to the next frame",
                     )
                     index += 1
+                    pos = found
                     continue
+                summed_to = max(summed_to, stop)
+                if win.crc(start, stop) == payload_crc:
+                    yield FrameRun(index, [pos], [win.take(start, stop)])
+                    index += 1
+                    pos = stop
+                    continue
+                reason = "payload checksum mismatch"
             else:
                 reason = problem
-        found = _resync(stream)
-        skipped = stream.offset - start
-        tail = (
-            f"skipped {skipped} bytes to the next frame"
-            if found
-            else f"skipped the remaining {skipped} bytes (no further frame found)"
-        )
-        yield FrameDamage(index, start, "corrupt", f"{where} is corrupt ({reason}); {tail}")
-        index += 1
-        if not found:
+        found = _resync(win, pos + 1)
+        if found < 0:
+            tail = f"skipped the remaining {win.end - pos} bytes (no further frame found)"
+        else:
+            tail = f"skipped {found - pos} bytes to the next frame"
+        yield FrameDamage(index, pos, "corrupt", f"{where} is corrupt ({reason}); {tail}")
+        if found < 0:
             return
+        index += 1
+        pos = found
 
 
 def decode_frame(frame: Frame) -> record_pb2.Match | FrameDamage:

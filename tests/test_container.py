@@ -18,18 +18,22 @@ from kingrec.container import (
     FILE_HEADER_SIZE,
     FRAME_HEADER_SIZE,
     MAGIC,
-    MAX_PAYLOAD_SIZE,
-    ContainerError,
     Frame,
     FrameDamage,
     FrameInfo,
     KrecWriter,
-    NotKrecError,
-    UnsupportedVersionError,
     is_krec,
     iter_matches,
     read_frames,
 )
+from kingrec.errors import (
+    LimitError,
+    NotRecordFileError,
+    RecordFileError,
+    UnreadableFileError,
+    UnsupportedVersionError,
+)
+from kingrec.limits import MAX_FRAME_BYTES
 from kingrec.v1 import record_pb2 as pb
 
 
@@ -255,7 +259,7 @@ def test_trailing_garbage_is_reported_as_corrupt() -> None:
 
 
 def test_oversized_length_is_corrupt_even_with_a_valid_header_checksum() -> None:
-    head = struct.pack("<4sII", b"KRF1", MAX_PAYLOAD_SIZE + 1, 0)
+    head = struct.pack("<4sII", b"KRF1", MAX_FRAME_BYTES + 1, 0)
     forged = head + struct.pack("<I", zlib.crc32(head))
     data, _ = _container([])
     tail, _ = _container([b"after"])
@@ -330,14 +334,15 @@ def test_valid_frame_that_is_not_a_match_is_reported_undecodable() -> None:
         (b"\x00\x01\x02\x03" * 4, "first bytes: 00 01 02 03"),
     ],
 )
-def test_wrong_magic_raises_not_krec_saying_what_the_file_looks_like(
+def test_wrong_magic_raises_not_a_record_file_saying_what_the_file_looks_like(
     tmp_path: Path, content: bytes, expected: str
 ) -> None:
     path = tmp_path / "input.krec"
     path.write_bytes(content)
-    with pytest.raises(NotKrecError, match=expected) as info:
+    with pytest.raises(NotRecordFileError, match=expected) as info:
         list(read_frames(path))
     assert info.value.offset == 0
+    assert info.value.code == "NOT_KREC"
     assert str(path) in str(info.value)
 
 
@@ -349,19 +354,27 @@ def test_newer_format_version_asks_the_user_to_upgrade() -> None:
         str(info.value)
     )
     assert info.value.offset == 8
-    assert isinstance(info.value, ContainerError)
+    assert info.value.code == "UNSUPPORTED_VERSION"
+    assert isinstance(info.value, RecordFileError)
 
 
 def test_unknown_header_flags_are_rejected() -> None:
     data = MAGIC + struct.pack("<HH", 1, 4)
-    with pytest.raises(UnsupportedVersionError, match="flags 0x0004"):
+    with pytest.raises(UnsupportedVersionError, match="flags 0x0004") as info:
         list(read_frames(io.BytesIO(data)))
+    assert info.value.offset == 10
 
 
-def test_cut_file_header_raises_container_error() -> None:
-    with pytest.raises(ContainerError, match="only 10 of 12 bytes") as info:
+def test_cut_file_header_raises_unreadable_file_error() -> None:
+    with pytest.raises(UnreadableFileError, match="only 10 of 12 bytes") as info:
         list(read_frames(io.BytesIO(MAGIC + b"\x01\x00")))
-    assert not isinstance(info.value, NotKrecError)
+    assert (info.value.code, info.value.offset) == ("UNREADABLE", 10)
+
+
+def test_format_version_zero_is_unreadable() -> None:
+    with pytest.raises(UnreadableFileError, match="invalid format version 0") as info:
+        list(read_frames(io.BytesIO(MAGIC + b"\x00\x00\x00\x00")))
+    assert info.value.offset == 8
 
 
 def test_is_krec_sniffs_the_signature() -> None:
@@ -402,12 +415,15 @@ def test_reads_from_stdin_pipe() -> None:
 
 
 def test_reading_a_large_file_uses_bounded_memory(tmp_path: Path) -> None:
+    # The reader reads a chunk of about MAX_FRAME_BYTES at a time (so the frame loop runs
+    # over many frames per call): its memory is a few chunks, whatever the file size.
     path = tmp_path / "big.krec"
-    payload = pb.Match(match_id="m" * 200).SerializeToString()
+    payload = pb.Match(match_id="m" * 2000).SerializeToString()
     with KrecWriter.open(path) as w:
         for _ in range(20_000):
             w.write(payload)
     size = path.stat().st_size
+    bound = 8 * MAX_FRAME_BYTES
 
     tracemalloc.start()
     try:
@@ -417,8 +433,8 @@ def test_reading_a_large_file_uses_bounded_memory(tmp_path: Path) -> None:
         tracemalloc.stop()
 
     assert count == 20_000
-    assert size > 4_000_000
-    assert peak < 512 * 1024, f"peak {peak} bytes while reading a {size}-byte file"
+    assert size > 4 * bound
+    assert peak < bound, f"peak {peak} bytes while reading a {size}-byte file"
 
 
 # --------------------------------------------------------------------------- writer
@@ -446,9 +462,12 @@ def test_failed_rewrite_keeps_the_previous_file_intact(tmp_path: Path) -> None:
 
 
 def test_writer_rejects_writes_after_close_and_oversized_payloads() -> None:
-    w = KrecWriter(io.BytesIO())
-    with pytest.raises(ValueError, match="frame limit"):
-        w.write(b"\x00" * (MAX_PAYLOAD_SIZE + 1))
+    sink = io.BytesIO()
+    w = KrecWriter(sink)
+    with pytest.raises(LimitError, match="MAX_FRAME_BYTES"):
+        w.write(b"\x00" * (MAX_FRAME_BYTES + 1))
+    assert sink.getvalue() == MAGIC + b"\x01\x00\x00\x00"  # nothing of it was written
+    w.write(b"\x00" * MAX_FRAME_BYTES)  # the bound itself is allowed
     w.close()
     assert w.closed
     with pytest.raises(ValueError, match="closed"):
