@@ -8,6 +8,7 @@ from contextlib import contextmanager
 import click
 
 from kingrec.cards import CardError
+from kingrec.errors import LimitError
 from kingrec.records import RecordFileError
 from kingrec.rules import RulesetError
 
@@ -16,7 +17,8 @@ EXIT_INVALID = 1  # some record is not a valid match
 EXIT_UNREADABLE = 2  # a file could not be read, is damaged, or the usage was wrong
 EXIT_INTERNAL = 3  # a bug in kingrec
 
-USER_ERRORS = (RecordFileError, RulesetError, CardError, OSError)
+# LimitError: a record over a bound, e.g. a JSON record too large for a .krec frame.
+USER_ERRORS = (RecordFileError, RulesetError, CardError, LimitError, OSError)
 
 
 class Failed(click.ClickException):

@@ -294,12 +294,12 @@ _scan_frames = _load_scan_frames()
 # keeps S(x), the crc32 of the input from an origin up to x, at every _SUM_STEP-th byte, and
 # gets any span's crc32 from two prefixes: crc32(data[a:b]) = S(b) ^ S(a)·x^(8(b-a)) mod P.
 # Multiplying by x^(8n) is running a bare CRC register through n zero bytes; that is linear
-# in the register, so it takes one lookup per register byte for each hex digit of n.
+# in the register, so it takes one lookup per register byte for each base-256 digit of n.
 _SUM_STEP = 1024
 _ONES = 0xFFFFFFFF
-# _zeros_tables[place * 16 + digit]: the map of ``digit * 16**place`` zero bytes, built
-# when first needed; n < 16**8 covers any span the reader checks.
-_zeros_tables: list[array[int] | None] = [None] * (8 * 16)
+# _zeros_tables[place * 256 + digit]: the map of ``digit * 256**place`` zero bytes, built
+# when first needed (4 KiB each); n < 256**4 covers any span.
+_zeros_tables: list[array[int] | None] = [None] * (4 * 256)
 
 
 def _apply(table: array[int], v: int) -> int:
@@ -320,25 +320,25 @@ def _table_of(images: list[int]) -> array[int]:
 
 
 def _zeros_table(place: int, digit: int) -> array[int]:
-    """The map of a bare CRC register run through ``digit * 16**place`` zero bytes."""
-    table = _zeros_tables[place * 16 + digit]
+    """The map of a bare CRC register run through ``digit * 256**place`` zero bytes."""
+    table = _zeros_tables[place * 256 + digit]
     if table is not None:
         return table
     if digit == 1 and place == 0:
         # zlib conditions its register with ~ on the way in and out; undo both.
         images = [zlib.crc32(b"\0", (1 << i) ^ _ONES) ^ _ONES for i in range(32)]
     else:
-        # Two maps one after the other: 16**p = 8·16**(p-1) twice, 2d = d twice, and any
-        # other digit is its lowest bit then the rest.
+        # Two maps one after the other: 256**p = 128·256**(p-1) twice, 2d = d twice, and
+        # any other digit is its lowest bit then the rest.
         low = digit & -digit
         if digit == 1:
-            first = then = _zeros_table(place - 1, 8)
+            first = then = _zeros_table(place - 1, 128)
         elif digit == low:
             first = then = _zeros_table(place, digit // 2)
         else:
             first, then = _zeros_table(place, low), _zeros_table(place, digit - low)
         images = [_apply(then, _apply(first, 1 << i)) for i in range(32)]
-    table = _zeros_tables[place * 16 + digit] = _table_of(images)
+    table = _zeros_tables[place * 256 + digit] = _table_of(images)
     return table
 
 
@@ -346,11 +346,11 @@ def _run_zeros(v: int, n: int) -> int:
     """The bare CRC register ``v`` after ``n`` zero bytes (v·x^(8n) mod P)."""
     place = 0
     while n and v:
-        digit = n & 15
+        digit = n & 255
         if digit:
-            t = _zeros_tables[place * 16 + digit] or _zeros_table(place, digit)
+            t = _zeros_tables[place << 8 | digit] or _zeros_table(place, digit)
             v = t[v & 255] ^ t[256 | v >> 8 & 255] ^ t[512 | v >> 16 & 255] ^ t[768 | v >> 24]
-        n >>= 4
+        n >>= 8
         place += 1
     return v
 
@@ -363,13 +363,10 @@ class _Window:
         self._read: Callable[[int], bytes] = getattr(raw, "read1", None) or raw.read
         self.buf = bytearray()
         self.base = 0  # absolute offset of buf[0]
+        self.end = 0  # absolute offset just past the buffered input
         self.eof = False
         self._origin = 0  # absolute offset where the prefix sums start
         self._sums = [0]  # _sums[i]: crc32 of the input from _origin to _origin + i*_SUM_STEP
-
-    @property
-    def end(self) -> int:
-        return self.base + len(self.buf)
 
     def read_more(self, want: int = 0) -> bool:
         """One read of up to ``max(want, _CHUNK)`` bytes; False at the end of the input."""
@@ -380,13 +377,14 @@ class _Window:
             self.eof = True
             return False
         self.buf += chunk
+        self.end += len(chunk)
         return True
 
     def fill(self, stop: int) -> int:
         """Buffer the input up to absolute offset ``stop`` unless it ends first; the end."""
-        while self.base + len(self.buf) < stop and self.read_more(stop - self.end):
+        while self.end < stop and self.read_more(stop - self.end):
             pass
-        return self.base + len(self.buf)
+        return self.end
 
     def release(self, before: int) -> None:
         """Forget the bytes before ``before`` (the prefix sums keep what they need)."""
@@ -404,8 +402,7 @@ class _Window:
         self.base = before
 
     def take(self, start: int, stop: int) -> bytes:
-        with memoryview(self.buf) as view:
-            return view[start - self.base : stop - self.base].tobytes()
+        return bytes(self.buf[start - self.base : stop - self.base])
 
     def restart_sums(self, origin: int) -> None:
         """Count the prefix sums from ``origin`` (which no later ``crc`` span may precede)."""
@@ -600,66 +597,68 @@ def _iter_runs(raw: ReadableBinary, name: str) -> Iterator[FrameRun | FrameDamag
             del payloads, offsets  # the consumer holds the run; the next read need not
             win.restart_sums(pos + FRAME_HEADER_SIZE)  # no span before a payload is summed
         # One frame, judged here: where the loop stopped, or inside summed payloads.
-        end = win.fill(pos + FRAME_HEADER_SIZE)
+        head_end = pos + FRAME_HEADER_SIZE
+        end = win.end if win.end >= head_end else win.fill(head_end)
         if end == pos:
             return
-        where = f"frame {index} at byte {pos}"
-        if end - pos < FRAME_HEADER_SIZE:
+        if end < head_end:
             if FRAME_MARKER.startswith(win.take(pos, min(end, pos + len(FRAME_MARKER)))):
                 yield FrameDamage(
                     index,
                     pos,
                     "truncated",
-                    f"the last frame ({where}) is truncated: {FRAME_HEADER_SIZE - (end - pos)} "
-                    f"bytes of its {FRAME_HEADER_SIZE}-byte frame header are missing",
+                    f"the last frame (frame {index} at byte {pos}) is truncated: "
+                    f"{head_end - end} bytes of its {FRAME_HEADER_SIZE}-byte frame header are "
+                    "missing",
                 )
                 return
             reason = "no frame marker where a frame should start"
+        elif (reason_or_none := _header_problem(win.buf, pos - win.base)) is not None:
+            reason = reason_or_none
         else:
-            problem = _header_problem(win.buf, pos - win.base)
-            if problem is None:
-                _, length, payload_crc, _ = _FRAME_HEADER.unpack_from(win.buf, pos - win.base)
-                start, stop = pos + FRAME_HEADER_SIZE, pos + FRAME_HEADER_SIZE + length
-                end = win.fill(stop)
-                if end < stop:
-                    # The header is sound but the input ends inside the payload. That is
-                    # truncation unless a sound frame header starts inside the missing span
-                    # (a crashed write followed by appends), so resync first.
-                    found = _resync(win, pos + 1)
-                    if found < 0:
-                        yield FrameDamage(
-                            index,
-                            pos,
-                            "truncated",
-                            f"the last frame ({where}) is truncated: {stop - end} bytes of "
-                            f"its {length}-byte payload are missing",
-                        )
-                        return
-                    yield FrameDamage(
-                        index,
-                        pos,
-                        "corrupt",
-                        f"{where} is corrupt (the next frame starts inside its payload); "
-                        f"skipped {found - pos} bytes to the next frame",
-                    )
-                    index += 1
-                    pos = found
-                    continue
+            _, length, payload_crc, _ = _FRAME_HEADER.unpack_from(win.buf, pos - win.base)
+            stop = head_end + length
+            end = win.end if win.end >= stop else win.fill(stop)
+            if end >= stop:
                 summed_to = max(summed_to, stop)
-                if win.crc(start, stop) == payload_crc:
-                    yield FrameRun(index, [pos], [win.take(start, stop)])
+                if win.crc(head_end, stop) == payload_crc:
+                    yield FrameRun(index, [pos], [win.take(head_end, stop)])
                     index += 1
                     pos = stop
                     continue
                 reason = "payload checksum mismatch"
             else:
-                reason = problem
+                # The header is sound but the input ends inside the payload. That is
+                # truncation unless a sound frame header starts inside the missing span
+                # (a crashed write followed by appends), so resync first.
+                found = _resync(win, pos + 1)
+                if found < 0:
+                    yield FrameDamage(
+                        index,
+                        pos,
+                        "truncated",
+                        f"the last frame (frame {index} at byte {pos}) is truncated: "
+                        f"{stop - end} bytes of its {length}-byte payload are missing",
+                    )
+                    return
+                yield FrameDamage(
+                    index,
+                    pos,
+                    "corrupt",
+                    f"frame {index} at byte {pos} is corrupt (the next frame starts inside its "
+                    f"payload); skipped {found - pos} bytes to the next frame",
+                )
+                index += 1
+                pos = found
+                continue
         found = _resync(win, pos + 1)
         if found < 0:
             tail = f"skipped the remaining {win.end - pos} bytes (no further frame found)"
         else:
             tail = f"skipped {found - pos} bytes to the next frame"
-        yield FrameDamage(index, pos, "corrupt", f"{where} is corrupt ({reason}); {tail}")
+        yield FrameDamage(
+            index, pos, "corrupt", f"frame {index} at byte {pos} is corrupt ({reason}); {tail}"
+        )
         if found < 0:
             return
         index += 1
