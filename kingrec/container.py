@@ -310,12 +310,12 @@ def _apply(table: array[int], v: int) -> int:
 
 def _table_of(images: list[int]) -> array[int]:
     """The lookup table of the linear map sending bit i of a register to ``images[i]``."""
-    table = array("I", bytes(4 * 1024))
+    table = array("I")
     for lane in range(4):
-        block = lane * 256
-        for c in range(1, 256):
-            low = c & -c
-            table[block | c] = table[block | c ^ low] ^ images[lane * 8 + low.bit_length() - 1]
+        block = [0]
+        for image in images[lane * 8 : lane * 8 + 8]:  # byte values with this bit: the rest ^ it
+            block += [value ^ image for value in block]
+        table.extend(block)
     return table
 
 
@@ -580,6 +580,7 @@ def _iter_runs(raw: ReadableBinary, name: str) -> Iterator[FrameRun | FrameDamag
     # The end of the farthest payload checksummed by prefix sums. Before it the frame
     # loop would checksum those bytes again, so frames there are taken one by one here.
     summed_to = pos
+    sound = -1  # where _resync last found a sound frame header
     while True:
         win.release(pos)
         if pos >= summed_to:
@@ -601,6 +602,7 @@ def _iter_runs(raw: ReadableBinary, name: str) -> Iterator[FrameRun | FrameDamag
         end = win.end if win.end >= head_end else win.fill(head_end)
         if end == pos:
             return
+        reason: str | None
         if end < head_end:
             if FRAME_MARKER.startswith(win.take(pos, min(end, pos + len(FRAME_MARKER)))):
                 yield FrameDamage(
@@ -613,13 +615,36 @@ def _iter_runs(raw: ReadableBinary, name: str) -> Iterator[FrameRun | FrameDamag
                 )
                 return
             reason = "no frame marker where a frame should start"
-        elif (reason_or_none := _header_problem(win.buf, pos - win.base)) is not None:
-            reason = reason_or_none
         else:
-            _, length, payload_crc, _ = _FRAME_HEADER.unpack_from(win.buf, pos - win.base)
-            stop = head_end + length
-            end = win.end if win.end >= stop else win.fill(stop)
-            if end >= stop:
+            reason = None if pos == sound else _header_problem(win.buf, pos - win.base)
+            if reason is None:
+                _, length, payload_crc, _ = _FRAME_HEADER.unpack_from(win.buf, pos - win.base)
+                stop = head_end + length
+                end = win.end if win.end >= stop else win.fill(stop)
+                if end < stop:
+                    # The header is sound but the input ends inside the payload. That is
+                    # truncation unless a sound frame header starts inside the missing span
+                    # (a crashed write followed by appends), so resync first.
+                    found = _resync(win, pos + 1)
+                    if found < 0:
+                        yield FrameDamage(
+                            index,
+                            pos,
+                            "truncated",
+                            f"the last frame (frame {index} at byte {pos}) is truncated: "
+                            f"{stop - end} bytes of its {length}-byte payload are missing",
+                        )
+                        return
+                    yield FrameDamage(
+                        index,
+                        pos,
+                        "corrupt",
+                        f"frame {index} at byte {pos} is corrupt (the next frame starts inside "
+                        f"its payload); skipped {found - pos} bytes to the next frame",
+                    )
+                    index += 1
+                    pos = sound = found
+                    continue
                 summed_to = max(summed_to, stop)
                 if win.crc(head_end, stop) == payload_crc:
                     yield FrameRun(index, [pos], [win.take(head_end, stop)])
@@ -627,30 +652,6 @@ def _iter_runs(raw: ReadableBinary, name: str) -> Iterator[FrameRun | FrameDamag
                     pos = stop
                     continue
                 reason = "payload checksum mismatch"
-            else:
-                # The header is sound but the input ends inside the payload. That is
-                # truncation unless a sound frame header starts inside the missing span
-                # (a crashed write followed by appends), so resync first.
-                found = _resync(win, pos + 1)
-                if found < 0:
-                    yield FrameDamage(
-                        index,
-                        pos,
-                        "truncated",
-                        f"the last frame (frame {index} at byte {pos}) is truncated: "
-                        f"{stop - end} bytes of its {length}-byte payload are missing",
-                    )
-                    return
-                yield FrameDamage(
-                    index,
-                    pos,
-                    "corrupt",
-                    f"frame {index} at byte {pos} is corrupt (the next frame starts inside its "
-                    f"payload); skipped {found - pos} bytes to the next frame",
-                )
-                index += 1
-                pos = found
-                continue
         found = _resync(win, pos + 1)
         if found < 0:
             tail = f"skipped the remaining {win.end - pos} bytes (no further frame found)"
@@ -662,7 +663,7 @@ def _iter_runs(raw: ReadableBinary, name: str) -> Iterator[FrameRun | FrameDamag
         if found < 0:
             return
         index += 1
-        pos = found
+        pos = sound = found
 
 
 def decode_frame(frame: Frame) -> record_pb2.Match | FrameDamage:

@@ -684,12 +684,22 @@ _HOSTILE = {
 _HOSTILE_READER = """
 import json, resource, sys, time
 from kingrec import container
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+def peak_kib():
+    # VmHWM, not ru_maxrss: a child's ru_maxrss counts the RSS of the parent it came from.
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM"))
+    except OSError:  # no /proc: ru_maxrss is the best there is (KiB; bytes on macOS)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak // 1024 if sys.platform == "darwin" else peak
+
+before = peak_kib()
 for path in sys.argv[1:]:
     start = time.process_time()
     items = sum(1 for _ in container.read_frames(sys.stdin.buffer if path == "-" else path))
     print(json.dumps({"file": path, "items": items, "cpu": time.process_time() - start}))
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+after = peak_kib()
 print(json.dumps({"loop": container._scan_frames.__module__, "before": before, "after": after}))
 """
 
