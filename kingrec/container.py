@@ -264,10 +264,8 @@ class KrecWriter:
 
 # --------------------------------------------------------------------------- reader
 
-# Bytes asked of read() at a time: the frame loop then runs over many frames per call.
+# Bytes read at a time (at least): the frame loop then runs over many frames per call.
 _CHUNK = 1 << 20
-# Consumed bytes are dropped from the buffer once there are this many.
-_RELEASE = 1 << 18
 
 ScanFrames: TypeAlias = Callable[
     [bytes | bytearray | memoryview, int, int, int], tuple[list[bytes], list[int], int]
@@ -304,8 +302,12 @@ _zeros_tables: list[array[int] | None] = [None] * (4 * 256)
 
 def _apply(table: array[int], v: int) -> int:
     """The linear map ``table`` (4 x 256 entries, one block per byte of v) applied to v."""
-    t = table
-    return t[v & 255] ^ t[256 | v >> 8 & 255] ^ t[512 | v >> 16 & 255] ^ t[768 | v >> 24]
+    return (
+        table[v & 255]
+        ^ table[256 | v >> 8 & 255]
+        ^ table[512 | v >> 16 & 255]
+        ^ table[768 | v >> 24]
+    )
 
 
 def _table_of(images: list[int]) -> array[int]:
@@ -356,28 +358,45 @@ def _run_zeros(v: int, n: int) -> int:
 
 
 class _Window:
-    """The input through a bounded buffer, at absolute offsets; only ``read()`` is used."""
+    """The input through one reused buffer, at absolute offsets; only reads, never seeks.
+
+    ``buf[:end - base]`` holds the input from offset ``base`` on; the bytes after are stale.
+    The buffer is filled in place (``readinto``) and slid down over bytes the reader has
+    released, so reading allocates nothing per chunk.
+    """
 
     def __init__(self, raw: ReadableBinary) -> None:
-        # read1 returns what a pipe has (frames come out as they arrive); files fill it.
+        # readinto1/read1 return what a pipe has (frames come out as they arrive) and
+        # fill a chunk from a file; plain read() is the fallback.
+        self._into: Callable[[memoryview], int | None] | None = getattr(
+            raw, "readinto1", None
+        ) or getattr(raw, "readinto", None)
         self._read: Callable[[int], bytes] = getattr(raw, "read1", None) or raw.read
-        self.buf = bytearray()
+        self.buf = bytearray(2 * _CHUNK)
         self.base = 0  # absolute offset of buf[0]
         self.end = 0  # absolute offset just past the buffered input
         self.eof = False
+        self._keep = 0  # bytes before this absolute offset may be dropped
         self._origin = 0  # absolute offset where the prefix sums start
         self._sums = [0]  # _sums[i]: crc32 of the input from _origin to _origin + i*_SUM_STEP
 
     def read_more(self, want: int = 0) -> bool:
-        """One read of up to ``max(want, _CHUNK)`` bytes; False at the end of the input."""
+        """One read of at least ``max(want, _CHUNK)`` bytes of room; False at the end."""
         if self.eof:
             return False
-        chunk = self._read(max(want, _CHUNK))
-        if not chunk:
+        self._make_room(max(want, _CHUNK))
+        at = self.end - self.base
+        if self._into is not None:
+            with memoryview(self.buf) as view, view[at:] as room:
+                got = self._into(room) or 0
+        else:
+            chunk = self._read(len(self.buf) - at)
+            got = len(chunk)
+            self.buf[at : at + got] = chunk
+        if not got:
             self.eof = True
             return False
-        self.buf += chunk
-        self.end += len(chunk)
+        self.end += got
         return True
 
     def fill(self, stop: int) -> int:
@@ -387,19 +406,31 @@ class _Window:
         return self.end
 
     def release(self, before: int) -> None:
-        """Forget the bytes before ``before`` (the prefix sums keep what they need)."""
-        if before - self.base < _RELEASE:
+        """The bytes before ``before`` are no longer needed (the prefix sums keep theirs)."""
+        self._keep = before
+
+    def _make_room(self, room: int) -> None:
+        """Slide the kept bytes to the front, or grow the buffer, for ``room`` more bytes."""
+        if len(self.buf) - (self.end - self.base) >= room:
             return
-        kept = (before - self._origin) // _SUM_STEP
-        if 0 <= kept < len(self._sums):
-            # Keep the last sum at or before ``before`` and the bytes from it on.
-            self._origin += kept * _SUM_STEP
-            self._sums = self._sums[kept:]
-            before = self._origin
+        cut = self._keep
+        if cut >= self._origin:  # else the sums start after the cut: they stay as they are
+            kept = (cut - self._origin) // _SUM_STEP
+            if kept < len(self._sums):
+                # Keep the last prefix sum at or before the cut, and the bytes from it on.
+                self._origin += kept * _SUM_STEP
+                self._sums = self._sums[kept:]
+                cut = self._origin
+            else:
+                self.restart_sums(cut)
+        live = self.end - cut
+        start = cut - self.base
+        if live + room > len(self.buf):
+            self.buf = self.buf[start : start + live] + bytearray(room + _CHUNK)
         else:
-            self.restart_sums(before)
-        del self.buf[: before - self.base]  # O(1): bytearray drops a prefix in place
-        self.base = before
+            with memoryview(self.buf) as view:
+                view[:live] = view[start : start + live]
+        self.base = cut
 
     def take(self, start: int, stop: int) -> bytes:
         return bytes(self.buf[start - self.base : stop - self.base])
@@ -462,12 +493,11 @@ def _describe_non_krec(head: bytes) -> str:
 
 def _read_file_header(win: _Window, name: str) -> None:
     got = min(win.fill(FILE_HEADER_SIZE), FILE_HEADER_SIZE)
-    head = bytes(win.buf[:got])
+    head = win.take(0, got)
     n = min(got, len(MAGIC))
     if got == 0 or head[:n] != MAGIC[:n]:
         # Look a little further than the header so text and JSON are recognisable.
-        win.fill(64)
-        sample = bytes(win.buf[:64])
+        sample = win.take(0, min(win.fill(64), 64))
         raise NotRecordFileError(f"{name} is not a .krec file: it {_describe_non_krec(sample)}", 0)
     if got < FILE_HEADER_SIZE:
         raise UnreadableFileError(
@@ -515,13 +545,13 @@ def _resync(win: _Window, start: int) -> int:
     while True:
         win.release(pos)
         buf, base = win.buf, win.base
-        size = len(buf)
-        at = buf.find(FRAME_MARKER, pos - base)
+        size = win.end - base
+        at = buf.find(FRAME_MARKER, pos - base, size)
         while 0 <= at <= size - FRAME_HEADER_SIZE:
             _, length, _, header_crc = _FRAME_HEADER.unpack_from(buf, at)
             if length <= MAX_FRAME_BYTES and zlib.crc32(buf[at : at + 12]) == header_crc:
                 return base + at
-            at = buf.find(FRAME_MARKER, at + 1)
+            at = buf.find(FRAME_MARKER, at + 1, size)
         # Go on from a marker whose header is not all buffered yet, or from the last bytes
         # (a marker may straddle two reads).
         pos = base + at if at >= 0 else max(pos, base + size - (len(FRAME_MARKER) - 1))
@@ -595,6 +625,7 @@ def _iter_runs(raw: ReadableBinary, name: str) -> Iterator[FrameRun | FrameDamag
                 yield FrameRun(index, [base + at for at in offsets], payloads)
                 index += len(payloads)
                 pos = base + stop
+                win.release(pos)
             del payloads, offsets  # the consumer holds the run; the next read need not
             win.restart_sums(pos + FRAME_HEADER_SIZE)  # no span before a payload is summed
         # One frame, judged here: where the loop stopped, or inside summed payloads.
