@@ -52,9 +52,14 @@ class _CountingRaw(io.RawIOBase):
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        data = self.inner.read(len(buffer))
-        n = len(data)
-        buffer[:n] = data
+        # One read of what is there (a pipe need not fill the buffer), straight into it.
+        into = getattr(self.inner, "readinto1", None) or getattr(self.inner, "readinto", None)
+        if into is not None:
+            n = into(buffer) or 0
+        else:
+            data = self.inner.read(len(buffer))
+            n = len(data)
+            buffer[:n] = data
         self.count += n
         return n
 
