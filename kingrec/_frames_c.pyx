@@ -8,15 +8,16 @@ object per frame but the payload handed back.
 
 The checksum is the format's CRC-32 (zlib's: IEEE, reflected, polynomial 0xEDB88320). A
 header's 12 bytes go through a byte-wise table built at import; a payload goes to
-``zlib.crc32`` on the payload bytes the scan hands back anyway. Measured on the benchmark
-machine, zlib's braided CRC beat a slice-by-8 table in C (about 1.3 against 1.1 GB/s on
-5 KB payloads), and calling it needs no zlib headers at build time.
+``zlib.crc32`` on the payload bytes the scan hands back anyway: on the benchmark machine
+zlib's braided CRC beat a slice-by-8 table in C, 2.1 against 1.3 GB/s on 5 KB payloads
+(CPU time, best of 7), and calling it needs no zlib headers at build time.
 """
 
 import zlib
 
 from libc.stdint cimport uint32_t
 from libc.string cimport memcmp
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 
 __all__ = ["scan_frames"]
@@ -57,8 +58,16 @@ cdef inline uint32_t _header_crc(const unsigned char* p) noexcept nogil:
 
 def scan_frames(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_payload):
     """The intact frames of ``buf[start:end]`` in a row: see ``_frames_py.scan_frames``."""
-    cdef const unsigned char[::1] view = memoryview(buf).cast("B")
-    cdef Py_ssize_t size = view.shape[0]
+    cdef Py_buffer view
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)  # any contiguous buffer, as bytes
+    try:
+        return _scan(<const unsigned char*>view.buf, view.len, start, end, max_payload)
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef tuple _scan(const unsigned char* data, Py_ssize_t size, Py_ssize_t start, Py_ssize_t end,
+                 Py_ssize_t max_payload):
     if not (0 <= start <= end <= size) or max_payload < 0:
         raise ValueError(
             f"scan_frames: need 0 <= start <= end <= {size} and max_payload >= 0, "
@@ -71,7 +80,7 @@ def scan_frames(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_payload):
     cdef size_t length
     cdef bytes payload
     while end - pos >= HEADER_SIZE:
-        head = &view[pos]
+        head = data + pos
         if memcmp(head, b"KRF1", 4) != 0:
             break
         length = _le32(head + 4)
