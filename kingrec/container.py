@@ -9,10 +9,10 @@ Layout (all integers little-endian)::
                            n <= ``kingrec.limits.MAX_FRAME_BYTES``
 
 Every frame carries its own checksums, so a damaged frame is reported and skipped
-and the reader resynchronises on the next intact frame header.  The reader uses only
-``read()`` (never ``seek``/``tell``) and keeps a bounded buffer, so it streams files
-of any size, including from pipes such as ``sys.stdin.buffer``.  Any input of N bytes,
-however it is damaged or built to hurt, is read in time linear in N.
+and the reader resynchronises on the next intact frame header.  The reader only reads
+(``read()`` is enough; never ``seek``/``tell``) and keeps a buffer of a few MiB, so it
+streams files of any size, including from pipes such as ``sys.stdin.buffer``.  Any input
+of N bytes, however it is damaged or built to hurt, is read in time linear in N.
 """
 
 from __future__ import annotations
@@ -538,8 +538,8 @@ def _resync(win: _Window, start: int) -> int:
 
     A damaged frame is searched from one byte after its start (not after its declared end)
     because its length may be the damage, or a crashed write may have been followed by
-    appended frames. Every byte is looked at once as a frame start, and the buffer never
-    holds more than a little behind ``start`` and a chunk ahead.
+    appended frames. Every byte is looked at once as a frame start, and the bytes before
+    the search are released as it goes.
     """
     pos = start
     while True:
