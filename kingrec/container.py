@@ -380,11 +380,11 @@ class _Window:
         self._origin = 0  # absolute offset where the prefix sums start
         self._sums = [0]  # _sums[i]: crc32 of the input from _origin to _origin + i*_SUM_STEP
 
-    def read_more(self, want: int = 0) -> bool:
-        """One read of at least ``max(want, _CHUNK)`` bytes of room; False at the end."""
+    def read_more(self, want: int = 1) -> bool:
+        """One read into the free room (made at least ``want`` bytes); False at the end."""
         if self.eof:
             return False
-        self._make_room(max(want, _CHUNK))
+        self._make_room(want)
         at = self.end - self.base
         if self._into is not None:
             with memoryview(self.buf) as view, view[at:] as room:
@@ -409,8 +409,13 @@ class _Window:
         """The bytes before ``before`` are no longer needed (the prefix sums keep theirs)."""
         self._keep = before
 
-    def _make_room(self, room: int) -> None:
-        """Slide the kept bytes to the front, or grow the buffer, for ``room`` more bytes."""
+    def _make_room(self, need: int) -> None:
+        """Free a chunk (or ``need`` bytes if more) after the buffered input.
+
+        The kept bytes slide to the front; the buffer grows only if ``need`` bytes do not
+        fit after them, which a frame of at most MAX_FRAME_BYTES never asks for.
+        """
+        room = max(need, _CHUNK)
         if len(self.buf) - (self.end - self.base) >= room:
             return
         cut = self._keep
@@ -425,8 +430,8 @@ class _Window:
                 self.restart_sums(cut)
         live = self.end - cut
         start = cut - self.base
-        if live + room > len(self.buf):
-            self.buf = self.buf[start : start + live] + bytearray(room + _CHUNK)
+        if live + need > len(self.buf):
+            self.buf = self.buf[start : start + live] + bytearray(need + _CHUNK)
         else:
             with memoryview(self.buf) as view:
                 view[:live] = view[start : start + live]
@@ -543,7 +548,6 @@ def _resync(win: _Window, start: int) -> int:
     """
     pos = start
     while True:
-        win.release(pos)
         buf, base = win.buf, win.base
         size = win.end - base
         at = buf.find(FRAME_MARKER, pos - base, size)
@@ -555,6 +559,7 @@ def _resync(win: _Window, start: int) -> int:
         # Go on from a marker whose header is not all buffered yet, or from the last bytes
         # (a marker may straddle two reads).
         pos = base + at if at >= 0 else max(pos, base + size - (len(FRAME_MARKER) - 1))
+        win.release(pos)
         if not win.read_more():
             # Marker bytes too close to the end to carry a header: without a header
             # checksum they are as likely payload bytes as a cut frame, so they join the
