@@ -14,6 +14,7 @@ setup(
     ext_modules=cythonize(
         [
             Extension("kingrec._engine_c", ["kingrec/_engine_c.pyx"], extra_compile_args=_OPT),
+            Extension("kingrec._frames_c", ["kingrec/_frames_c.pyx"], extra_compile_args=_OPT),
             Extension(
                 "kingrec._fastcheck_c", ["kingrec/_fastcheck_c.pyx"], extra_compile_args=_OPT
             ),

@@ -8,7 +8,6 @@ from contextlib import contextmanager
 import click
 
 from kingrec.errors import KingrecError
-from kingrec.records import RecordFileError as _LegacyRecordFileError
 
 EXIT_OK = 0
 EXIT_INVALID = 1  # some record is not a valid match
@@ -19,7 +18,6 @@ EXIT_INTERNAL = 3  # a bug in kingrec
 # environment, never a bug; the most specific class listed wins.
 EXIT_STATUS: dict[type[Exception], int] = {
     KingrecError: EXIT_UNREADABLE,
-    _LegacyRecordFileError: EXIT_UNREADABLE,
     OSError: EXIT_UNREADABLE,
 }
 

@@ -17,8 +17,14 @@ from types import ModuleType
 
 __all__ = ["ACTIVE", "COMPILED", "PYTHON", "Twins", "compiled_required", "pure_forced"]
 
-# The compiled twins, in the order of Twins' fields: engine, simulator, wire-level checker.
-_COMPILED_MODULES = ("kingrec._engine_c", "kingrec._sim_c", "kingrec._fastcheck_c")
+# The compiled twins, in the order of Twins' fields: engine, simulator, wire-level checker,
+# frame loop.
+_COMPILED_MODULES = (
+    "kingrec._engine_c",
+    "kingrec._sim_c",
+    "kingrec._fastcheck_c",
+    "kingrec._frames_c",
+)
 
 
 def _flag(name: str) -> bool:
@@ -37,7 +43,7 @@ def compiled_required() -> bool:
 
 @dataclass(frozen=True)
 class Twins:
-    """One set of twins: the engine, the simulator and the wire-level checker.
+    """One set of twins: the engine, the simulator, the wire-level checker, the frame loop.
 
     Modules are named, and imported on first use: the simulator twins import the bots,
     which use the engine, so nothing here may import them while kingrec is loading.
@@ -47,6 +53,7 @@ class Twins:
     engine_module: str
     sim_module: str
     fastcheck_module: str | None  # None: every record takes the reference validator
+    frames_module: str
 
     @property
     def engine(self) -> ModuleType:
@@ -62,8 +69,12 @@ class Twins:
             return None
         return importlib.import_module(self.fastcheck_module)
 
+    @property
+    def frames(self) -> ModuleType:
+        return importlib.import_module(self.frames_module)
 
-PYTHON = Twins("python", "kingrec._engine_py", "kingrec._sim_py", None)
+
+PYTHON = Twins("python", "kingrec._engine_py", "kingrec._sim_py", None, "kingrec._frames_py")
 
 
 def _compiled() -> Twins | None:

@@ -5,12 +5,14 @@ Layout (all integers little-endian)::
     file header  12 bytes  MAGIC (8) | format version u16 (= 1) | flags u16 (= 0)
     frame        16 bytes  b"KRF1" | payload length u32 | crc32(payload) u32
                            | crc32(first 12 bytes of this frame header) u32
-                 n bytes   payload (one serialized ``kingrec.v1.Match``)
+                 n bytes   payload (one serialized ``kingrec.v1.Match``),
+                           n <= ``kingrec.limits.MAX_FRAME_BYTES``
 
 Every frame carries its own checksums, so a damaged frame is reported and skipped
-and the reader resynchronises on the next intact frame header.  The reader uses only
-``read()`` (never ``seek``/``tell``) and keeps a bounded buffer, so it streams files
-of any size, including from pipes such as ``sys.stdin.buffer``.
+and the reader resynchronises on the next intact frame header.  The reader only reads
+(``read()`` is enough; never ``seek``/``tell``) and keeps a buffer of a few MiB, so it
+streams files of any size, including from pipes such as ``sys.stdin.buffer``.  Any input
+of N bytes, however it is damaged or built to hurt, is read in time linear in N.
 """
 
 from __future__ import annotations
@@ -19,14 +21,19 @@ import contextlib
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from array import array
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Protocol, Self, TypeAlias
+from typing import Protocol, Self, TypeAlias, cast
 
 from google.protobuf.message import DecodeError
 
-from kingrec.v1 import record_pb2
+from . import _twins
+from .errors import LimitError, NotRecordFileError, UnreadableFileError, UnsupportedVersionError
+from .limits import MAX_FRAME_BYTES
+from .safefile import atomic_output
+from .v1 import record_pb2
 
 __all__ = [
     "FILE_HEADER_SIZE",
@@ -34,20 +41,18 @@ __all__ = [
     "FRAME_HEADER_SIZE",
     "FRAME_MARKER",
     "MAGIC",
-    "MAX_PAYLOAD_SIZE",
-    "ContainerError",
     "Frame",
     "FrameDamage",
     "FrameInfo",
+    "FrameRun",
     "KrecWriter",
-    "NotKrecError",
     "ReadableBinary",
     "SerializableMessage",
-    "UnsupportedVersionError",
     "WritableBinary",
     "decode_frame",
     "is_krec",
     "iter_matches",
+    "read_frame_runs",
     "read_frames",
 ]
 
@@ -58,14 +63,9 @@ FORMAT_VERSION = 1
 FILE_HEADER_SIZE = 12
 FRAME_MARKER = b"KRF1"
 FRAME_HEADER_SIZE = 16
-MAX_PAYLOAD_SIZE = 64 * 1024 * 1024
 
 _FILE_HEADER = struct.Struct("<8sHH")
 _FRAME_HEADER = struct.Struct("<4sIII")
-_CHUNK = 64 * 1024
-# Cap on a single read() so filling a large payload never holds a second
-# payload-sized temporary next to the buffer.
-_MAX_READ = 1024 * 1024
 
 
 class ReadableBinary(Protocol):
@@ -91,26 +91,6 @@ class SerializableMessage(Protocol):
 Source: TypeAlias = str | os.PathLike[str] | ReadableBinary
 
 
-# --------------------------------------------------------------------------- errors
-
-
-class ContainerError(Exception):
-    """The file header is unusable; ``offset`` is where the problem was found."""
-
-    def __init__(self, message: str, offset: int = 0) -> None:
-        super().__init__(message)
-        self.message = message
-        self.offset = offset
-
-
-class NotKrecError(ContainerError):
-    """The input does not start with the ``.krec`` signature."""
-
-
-class UnsupportedVersionError(ContainerError):
-    """The file uses a format version or header flags this kingrec does not know."""
-
-
 # --------------------------------------------------------------------------- records
 
 
@@ -134,6 +114,15 @@ class Frame:
 
 
 @dataclass(frozen=True, slots=True)
+class FrameRun:
+    """Intact frames in a row: frame ``first + i`` has its header at ``offsets[i]``."""
+
+    first: int
+    offsets: list[int] = field(repr=False)
+    payloads: list[bytes] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class FrameDamage:
     """A frame that could not be read: kind is "corrupt", "truncated" or "undecodable"."""
 
@@ -151,24 +140,22 @@ def _frame_header(payload: bytes) -> bytes:
     return head + struct.pack("<I", zlib.crc32(head))
 
 
-def _remove_quietly(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(path)
+class _Aborted(Exception):
+    """What an aborted writer tells its atomic output: throw the file away."""
 
 
 class KrecWriter:
     """Write frames to a ``.krec`` container; use as a context manager.
 
     ``KrecWriter(fileobj)`` writes to an open binary stream (which it flushes but does
-    not close).  ``KrecWriter.open(path)`` writes to ``path + ".tmp"`` and renames it
-    over ``path`` only on a successful close, so a failure never leaves a partial file
-    under the final name.
+    not close). ``KrecWriter.open(path)`` writes through ``kingrec.safefile.atomic_output``:
+    the file appears under ``path`` only on a successful close, fsynced, so a failure never
+    leaves a partial file under the final name.
     """
 
     def __init__(self, fileobj: WritableBinary) -> None:
         self._file = fileobj
-        self._tmp_path: str | None = None
-        self._final_path: str | None = None
+        self._output: contextlib.ExitStack | None = None  # the atomic file of open()
         self._closed = False
         self._count = 0
         # Offsets are tracked here rather than via tell() so pipes work as sinks.
@@ -179,17 +166,14 @@ class KrecWriter:
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> Self:
         """Start an atomic write of a new container at ``path``."""
-        final = os.fspath(path)
-        tmp = final + ".tmp"
-        f = open(tmp, "wb")  # noqa: SIM115 - owned by the writer, closed in close()/abort()
+        output = contextlib.ExitStack()
+        f = output.enter_context(atomic_output(os.fspath(path)))
         try:
             writer = cls(f)
-        except BaseException:
-            f.close()
-            _remove_quietly(tmp)
+        except BaseException as exc:
+            output.__exit__(type(exc), exc, exc.__traceback__)
             raise
-        writer._tmp_path = tmp
-        writer._final_path = final
+        writer._output = output
         return writer
 
     @property
@@ -201,12 +185,13 @@ class KrecWriter:
         return self._closed
 
     def write(self, payload: bytes) -> FrameInfo:
-        """Append one frame holding ``payload``."""
+        """Append one frame holding ``payload``; ``LimitError`` if it is over the frame bound."""
         if self._closed:
             raise ValueError("write to a closed KrecWriter")
-        if len(payload) > MAX_PAYLOAD_SIZE:
-            raise ValueError(
-                f"payload of {len(payload)} bytes exceeds the {MAX_PAYLOAD_SIZE}-byte frame limit"
+        if len(payload) > MAX_FRAME_BYTES:
+            raise LimitError(
+                f"a frame payload of {len(payload)} bytes is over MAX_FRAME_BYTES, the "
+                f"{MAX_FRAME_BYTES}-byte limit of one frame"
             )
         header = _frame_header(payload)
         info = FrameInfo(self._count, self._offset, len(payload), zlib.crc32(payload))
@@ -224,38 +209,20 @@ class KrecWriter:
         """Finish the container (for a path: flush, fsync and rename into place)."""
         if self._closed:
             return
-        if self._tmp_path is None:
-            self._closed = True
+        self._closed = True
+        if self._output is None:
             self._file.flush()
             return
-        try:
-            self._file.flush()
-            fileno = getattr(self._file, "fileno", None)
-            if fileno is not None:
-                # Without fsync a crash right after the rename can leave an empty
-                # file under the final name on some filesystems.
-                os.fsync(fileno())
-            self._close_file()
-            assert self._final_path is not None
-            os.replace(self._tmp_path, self._final_path)
-        except BaseException:
-            self.abort()
-            raise
-        self._closed = True
+        self._output.close()
 
     def abort(self) -> None:
         """Give up: for a path, delete the temporary file; for a stream, just stop."""
+        if self._closed:
+            return
         self._closed = True
-        if self._tmp_path is not None:
-            try:
-                self._close_file()
-            finally:
-                _remove_quietly(self._tmp_path)
-
-    def _close_file(self) -> None:
-        close = getattr(self._file, "close", None)
-        if close is not None:
-            close()
+        if self._output is not None:
+            aborted = _Aborted()
+            self._output.__exit__(_Aborted, aborted, None)
 
     def __enter__(self) -> Self:
         return self
@@ -274,61 +241,198 @@ class KrecWriter:
 
 # --------------------------------------------------------------------------- reader
 
+# Bytes read at a time (at least): the frame loop then runs over many frames per call.
+_CHUNK = 1 << 20
 
-class _Stream:
-    """A read()-only byte stream with a bounded look-ahead buffer and an absolute offset."""
+ScanFrames: TypeAlias = Callable[
+    [bytes | bytearray | memoryview, int, int, int], tuple[list[bytes], list[int], int]
+]
+
+
+def _load_scan_frames() -> ScanFrames:
+    """The frame loop of the active twins (``kingrec._twins``)."""
+    return cast(ScanFrames, _twins.ACTIVE.frames.scan_frames)
+
+
+_scan_frames = _load_scan_frames()
+
+
+# A damaged stretch may hold many sound frame headers whose payloads overlap (a file built
+# to hurt: a header every 16 bytes, each claiming the rest of the file). Checksumming each
+# payload anew would read the same bytes over and over, so while recovering the reader
+# keeps S(x), the crc32 of the input from an origin up to x, at every _SUM_STEP-th byte, and
+# gets any span's crc32 from two prefixes: crc32(data[a:b]) = S(b) ^ S(a)·x^(8(b-a)) mod P.
+# Multiplying by x^(8n) is running a bare CRC register through n zero bytes; that is linear
+# in the register, so it takes one lookup per register byte for each base-256 digit of n.
+_SUM_STEP = 1024
+_ONES = 0xFFFFFFFF
+# _zeros_tables[place * 256 + digit]: the map of ``digit * 256**place`` zero bytes, built
+# when first needed (4 KiB each); n < 256**4 covers any span.
+_zeros_tables: list[array[int] | None] = [None] * (4 * 256)
+
+
+def _apply(table: array[int], v: int) -> int:
+    """The linear map ``table`` (4 x 256 entries, one block per byte of v) applied to v."""
+    return (
+        table[v & 255]
+        ^ table[256 | v >> 8 & 255]
+        ^ table[512 | v >> 16 & 255]
+        ^ table[768 | v >> 24]
+    )
+
+
+def _table_of(images: list[int]) -> array[int]:
+    """The lookup table of the linear map sending bit i of a register to ``images[i]``."""
+    table = array("I")
+    for lane in range(4):
+        block = [0]
+        for image in images[lane * 8 : lane * 8 + 8]:  # byte values with this bit: the rest ^ it
+            block += [value ^ image for value in block]
+        table.extend(block)
+    return table
+
+
+def _zeros_table(place: int, digit: int) -> array[int]:
+    """The map of a bare CRC register run through ``digit * 256**place`` zero bytes."""
+    table = _zeros_tables[place * 256 + digit]
+    if table is not None:
+        return table
+    if digit == 1 and place == 0:
+        # zlib conditions its register with ~ on the way in and out; undo both.
+        images = [zlib.crc32(b"\0", (1 << i) ^ _ONES) ^ _ONES for i in range(32)]
+    else:
+        # Two maps one after the other: 256**p = 128·256**(p-1) twice, 2d = d twice, and
+        # any other digit is its lowest bit then the rest.
+        low = digit & -digit
+        if digit == 1:
+            first = then = _zeros_table(place - 1, 128)
+        elif digit == low:
+            first = then = _zeros_table(place, digit // 2)
+        else:
+            first, then = _zeros_table(place, low), _zeros_table(place, digit - low)
+        images = [_apply(then, _apply(first, 1 << i)) for i in range(32)]
+    table = _zeros_tables[place * 256 + digit] = _table_of(images)
+    return table
+
+
+def _run_zeros(v: int, n: int) -> int:
+    """The bare CRC register ``v`` after ``n`` zero bytes (v·x^(8n) mod P)."""
+    place = 0
+    while n and v:
+        digit = n & 255
+        if digit:
+            t = _zeros_tables[place << 8 | digit] or _zeros_table(place, digit)
+            v = t[v & 255] ^ t[256 | v >> 8 & 255] ^ t[512 | v >> 16 & 255] ^ t[768 | v >> 24]
+        n >>= 8
+        place += 1
+    return v
+
+
+class _Window:
+    """The input through one reused buffer, at absolute offsets; only reads, never seeks.
+
+    ``buf[:end - base]`` holds the input from offset ``base`` on; the bytes after are stale.
+    The buffer is filled in place (``readinto``) and slid down over bytes the reader has
+    released, so reading allocates nothing per chunk.
+    """
 
     def __init__(self, raw: ReadableBinary) -> None:
-        self._raw = raw
-        self._buf = bytearray()
-        self._pos = 0
-        self._eof = False
-        self.offset = 0  # absolute offset of the first unconsumed byte
+        # readinto1/read1 return what a pipe has (frames come out as they arrive) and
+        # fill a chunk from a file; plain read() is the fallback.
+        self._into: Callable[[memoryview], int | None] | None = getattr(
+            raw, "readinto1", None
+        ) or getattr(raw, "readinto", None)
+        self._read: Callable[[int], bytes] = getattr(raw, "read1", None) or raw.read
+        self.buf = bytearray(2 * _CHUNK)
+        self.base = 0  # absolute offset of buf[0]
+        self.end = 0  # absolute offset just past the buffered input
+        self.eof = False
+        self._keep = 0  # bytes before this absolute offset may be dropped
+        self._origin = 0  # absolute offset where the prefix sums start
+        self._sums = [0]  # _sums[i]: crc32 of the input from _origin to _origin + i*_SUM_STEP
 
-    def available(self) -> int:
-        return len(self._buf) - self._pos
-
-    def read_more(self, want: int = _CHUNK) -> bool:
-        """Append up to ``want`` more bytes to the buffer; False at end of input."""
-        if self._eof:
+    def read_more(self, want: int = 1) -> bool:
+        """One read into the free room (made at least ``want`` bytes); False at the end."""
+        if self.eof:
             return False
-        if self._pos:
-            # Drop consumed bytes first so the buffer never grows past the look-ahead.
-            del self._buf[: self._pos]
-            self._pos = 0
-        chunk = self._raw.read(min(max(want, _CHUNK), _MAX_READ))
-        if not chunk:
-            self._eof = True
+        self._make_room(want)
+        at = self.end - self.base
+        if self._into is not None:
+            with memoryview(self.buf) as view, view[at:] as room:
+                got = self._into(room) or 0
+        else:
+            chunk = self._read(len(self.buf) - at)
+            got = len(chunk)
+            self.buf[at : at + got] = chunk
+        if not got:
+            self.eof = True
             return False
-        self._buf += chunk
+        self.end += got
         return True
 
-    def fill(self, n: int) -> int:
-        """Buffer at least ``n`` bytes unless the input ends first; return bytes available."""
-        while self.available() < n and self.read_more(n - self.available()):
+    def fill(self, stop: int) -> int:
+        """Buffer the input up to absolute offset ``stop`` unless it ends first; the end."""
+        while self.end < stop and self.read_more(stop - self.end):
             pass
-        return self.available()
+        return self.end
 
-    def peek(self, n: int, start: int = 0) -> bytes:
-        """Copy of up to ``n`` buffered bytes, ``start`` bytes past the read position."""
-        begin = self._pos + start
-        with memoryview(self._buf) as view:
-            return view[begin : begin + n].tobytes()
+    def release(self, before: int) -> None:
+        """The bytes before ``before`` are no longer needed (the prefix sums keep theirs)."""
+        self._keep = before
 
-    def take(self, n: int) -> bytes:
-        data = self.peek(n)
-        self.skip(len(data))
-        return data
+    def _make_room(self, need: int) -> None:
+        """Free a chunk (or ``need`` bytes if more) after the buffered input.
 
-    def skip(self, n: int) -> None:
-        n = min(n, self.available())
-        self._pos += n
-        self.offset += n
+        The kept bytes slide to the front; the buffer grows only if ``need`` bytes do not
+        fit after them, which a frame of at most MAX_FRAME_BYTES never asks for.
+        """
+        room = max(need, _CHUNK)
+        if len(self.buf) - (self.end - self.base) >= room:
+            return
+        cut = self._keep
+        if cut >= self._origin:  # else the sums start after the cut: they stay as they are
+            kept = (cut - self._origin) // _SUM_STEP
+            if kept < len(self._sums):
+                # Keep the last prefix sum at or before the cut, and the bytes from it on.
+                self._origin += kept * _SUM_STEP
+                self._sums = self._sums[kept:]
+                cut = self._origin
+            else:
+                self.restart_sums(cut)
+        live = self.end - cut
+        start = cut - self.base
+        if live + need > len(self.buf):
+            self.buf = self.buf[start : start + live] + bytearray(need + _CHUNK)
+        else:
+            with memoryview(self.buf) as view:
+                view[:live] = view[start : start + live]
+        self.base = cut
 
-    def find(self, needle: bytes) -> int:
-        """Position of ``needle`` relative to the read position, or -1."""
-        j = self._buf.find(needle, self._pos)
-        return -1 if j < 0 else j - self._pos
+    def take(self, start: int, stop: int) -> bytes:
+        return bytes(self.buf[start - self.base : stop - self.base])
+
+    def restart_sums(self, origin: int) -> None:
+        """Count the prefix sums from ``origin`` (which no later ``crc`` span may precede)."""
+        self._origin = origin
+        self._sums = [0]
+
+    def crc(self, start: int, stop: int) -> int:
+        """crc32 of the buffered input ``[start, stop)`` from the prefix sums.
+
+        The sums are extended as far as ``stop`` (once: later spans reuse them), so a span
+        costs two lookups, at most 2 * _SUM_STEP bytes checksummed and a shift.
+        """
+        return self._prefix(stop) ^ _run_zeros(self._prefix(start), stop - start)
+
+    def _prefix(self, x: int) -> int:
+        buf, sums = self.buf, self._sums
+        step, rest = divmod(x - self._origin, _SUM_STEP)
+        at = self._origin - self.base  # the origin in buffer coordinates
+        while len(sums) <= step:
+            a = at + (len(sums) - 1) * _SUM_STEP
+            sums.append(zlib.crc32(buf[a : a + _SUM_STEP], sums[-1]))
+        a = at + step * _SUM_STEP
+        return zlib.crc32(buf[a : a + rest], sums[step])
 
 
 def _describe_non_krec(head: bytes) -> str:
@@ -363,20 +467,20 @@ def _describe_non_krec(head: bytes) -> str:
     return f"does not start with the .krec signature (first bytes: {head[:8].hex(' ')})"
 
 
-def _read_file_header(stream: _Stream, name: str) -> None:
-    got = stream.fill(FILE_HEADER_SIZE)
+def _read_file_header(win: _Window, name: str) -> None:
+    got = min(win.fill(FILE_HEADER_SIZE), FILE_HEADER_SIZE)
+    head = win.take(0, got)
     n = min(got, len(MAGIC))
-    if got == 0 or stream.peek(n) != MAGIC[:n]:
+    if got == 0 or head[:n] != MAGIC[:n]:
         # Look a little further than the header so text and JSON are recognisable.
-        stream.fill(64)
-        sample = stream.peek(64)
-        raise NotKrecError(f"{name} is not a .krec file: it {_describe_non_krec(sample)}", 0)
+        sample = win.take(0, min(win.fill(64), 64))
+        raise NotRecordFileError(f"{name} is not a .krec file: it {_describe_non_krec(sample)}", 0)
     if got < FILE_HEADER_SIZE:
-        raise ContainerError(
+        raise UnreadableFileError(
             f"{name} is truncated: its file header has only {got} of {FILE_HEADER_SIZE} bytes",
             got,
         )
-    _, version, flags = _FILE_HEADER.unpack(stream.take(FILE_HEADER_SIZE))
+    _, version, flags = _FILE_HEADER.unpack(head)
     if version > FORMAT_VERSION:
         raise UnsupportedVersionError(
             f"{name} was written by a newer kingrec (format {version}); this one reads "
@@ -384,7 +488,7 @@ def _read_file_header(stream: _Stream, name: str) -> None:
             8,
         )
     if version < 1:
-        raise ContainerError(f"{name} has an invalid format version {version}", 8)
+        raise UnreadableFileError(f"{name} has an invalid format version {version}", 8)
     if flags:
         raise UnsupportedVersionError(
             f"{name} uses header flags {flags:#06x} that this kingrec does not understand "
@@ -393,64 +497,80 @@ def _read_file_header(stream: _Stream, name: str) -> None:
         )
 
 
-def _header_problem(header: bytes) -> str | None:
-    """Why a 16-byte frame header is unusable, or None if it is sound."""
-    marker, length, _, header_crc = _FRAME_HEADER.unpack(header)
+def _header_problem(buf: bytearray, at: int) -> str | None:
+    """Why the 16-byte frame header at ``buf[at]`` is unusable, or None if it is sound."""
+    marker, length, _, header_crc = _FRAME_HEADER.unpack_from(buf, at)
     if marker != FRAME_MARKER:
         return "no frame marker where a frame should start"
-    if zlib.crc32(header[:12]) != header_crc:
+    if zlib.crc32(buf[at : at + 12]) != header_crc:
         return "frame header checksum mismatch"
-    if length > MAX_PAYLOAD_SIZE:
+    if length > MAX_FRAME_BYTES:
         return f"impossible payload length of {length} bytes"
     return None
 
 
-def _resync(stream: _Stream) -> bool:
-    """Skip past the damaged frame at the read position to the next sound frame header.
+def _resync(win: _Window, start: int) -> int:
+    """The offset of the first sound frame header at or after ``start``; -1 if the input ends.
 
-    Returns False if the input ends first.  Scans from one byte after the damaged
-    frame's start (not after its declared end) because its length may be the damage,
-    or a crashed write may have been followed by appended frames.
+    A damaged frame is searched from one byte after its start (not after its declared end)
+    because its length may be the damage, or a crashed write may have been followed by
+    appended frames. Every byte is looked at once as a frame start, and the bytes before
+    the search are released as it goes.
     """
-    stream.skip(1)
-    keep = len(FRAME_MARKER) - 1  # a marker may straddle two chunks
+    pos = start
     while True:
-        j = stream.find(FRAME_MARKER)
-        if j < 0:
-            stream.skip(max(0, stream.available() - keep))
-            if not stream.read_more():
-                stream.skip(stream.available())
-                return False
-            continue
-        stream.skip(j)
-        if stream.fill(FRAME_HEADER_SIZE) < FRAME_HEADER_SIZE:
+        buf, base = win.buf, win.base
+        size = win.end - base
+        at = buf.find(FRAME_MARKER, pos - base, size)
+        while 0 <= at <= size - FRAME_HEADER_SIZE:
+            _, length, _, header_crc = _FRAME_HEADER.unpack_from(buf, at)
+            if length <= MAX_FRAME_BYTES and zlib.crc32(buf[at : at + 12]) == header_crc:
+                return base + at
+            at = buf.find(FRAME_MARKER, at + 1, size)
+        # Go on from a marker whose header is not all buffered yet, or from the last bytes
+        # (a marker may straddle two reads).
+        pos = base + at if at >= 0 else max(pos, base + size - (len(FRAME_MARKER) - 1))
+        win.release(pos)
+        if not win.read_more():
             # Marker bytes too close to the end to carry a header: without a header
             # checksum they are as likely payload bytes as a cut frame, so they join the
             # damaged stretch rather than count as a second, truncated frame.
-            stream.skip(stream.available())
-            return False
-        if _header_problem(stream.peek(FRAME_HEADER_SIZE)) is None:
-            return True
-        stream.skip(1)
+            return -1
 
 
 def _open_stream(source: Source) -> tuple[ReadableBinary, str, bool]:
     if isinstance(source, (str, os.PathLike)):
         path = os.fspath(source)
-        return open(path, "rb"), path, True  # closed by read_frames
+        return open(path, "rb"), path, True  # closed by read_frame_runs
     return source, str(getattr(source, "name", "input")), False
 
 
 def read_frames(source: Source) -> Iterator[Frame | FrameDamage]:
     """Stream the frames of a container from a path, binary file or pipe.
 
-    Raises ``ContainerError`` (or a subclass) for an unusable file header before
+    Raises a ``kingrec.errors.RecordFileError`` (``NotRecordFileError``,
+    ``UnsupportedVersionError``, ``UnreadableFileError``) for an unusable file header before
     anything is yielded; damaged frames are yielded as ``FrameDamage`` and reading
     continues with the next intact frame.
     """
+    for item in read_frame_runs(source):
+        if isinstance(item, FrameDamage):
+            yield item
+        else:
+            pairs = zip(item.offsets, item.payloads, strict=True)
+            for index, (offset, payload) in enumerate(pairs, item.first):
+                yield Frame(index, offset, payload)
+        del item  # let the run go before the next is read
+
+
+def read_frame_runs(source: Source) -> Iterator[FrameRun | FrameDamage]:
+    """``read_frames`` with the intact frames in runs: no Python object per frame.
+
+    For callers that take frames in bulk (``kingrec.records.RecordFile.raw_frame_batches``).
+    """
     raw, name, owned = _open_stream(source)
     try:
-        yield from _iter_frames(raw, name)
+        yield from _iter_runs(raw, name)
     finally:
         if owned:
             close = getattr(raw, "close", None)
@@ -458,80 +578,99 @@ def read_frames(source: Source) -> Iterator[Frame | FrameDamage]:
                 close()
 
 
-def _iter_frames(raw: ReadableBinary, name: str) -> Iterator[Frame | FrameDamage]:
-    stream = _Stream(raw)
-    _read_file_header(stream, name)
+def _iter_runs(raw: ReadableBinary, name: str) -> Iterator[FrameRun | FrameDamage]:
+    win = _Window(raw)
+    _read_file_header(win, name)
+    pos = FILE_HEADER_SIZE  # where the next frame should start
     index = 0
+    # The end of the farthest payload checksummed by prefix sums. Before it the frame
+    # loop would checksum those bytes again, so frames there are taken one by one here.
+    summed_to = pos
+    sound = -1  # where _resync last found a sound frame header
     while True:
-        start = stream.offset
-        got = stream.fill(FRAME_HEADER_SIZE)
-        if got == 0:
+        win.release(pos)
+        if pos >= summed_to:
+            # The happy path, in bulk; it stops at the first frame it cannot take whole.
+            if win.end - pos < _CHUNK // 2:
+                win.read_more()
+            base = win.base
+            payloads, offsets, stop = _scan_frames(
+                win.buf, pos - base, win.end - base, MAX_FRAME_BYTES
+            )
+            if payloads:
+                yield FrameRun(index, [base + at for at in offsets], payloads)
+                index += len(payloads)
+                pos = base + stop
+                win.release(pos)
+            del payloads, offsets  # the consumer holds the run; the next read need not
+            win.restart_sums(pos + FRAME_HEADER_SIZE)  # no span before a payload is summed
+        # One frame, judged here: where the loop stopped, or inside summed payloads.
+        head_end = pos + FRAME_HEADER_SIZE
+        end = win.end if win.end >= head_end else win.fill(head_end)
+        if end == pos:
             return
-        where = f"frame {index} at byte {start}"
-        reason: str
-        if got < FRAME_HEADER_SIZE:
-            partial = stream.peek(got)
-            if FRAME_MARKER.startswith(partial[: len(FRAME_MARKER)]):
+        reason: str | None
+        if end < head_end:
+            if FRAME_MARKER.startswith(win.take(pos, min(end, pos + len(FRAME_MARKER)))):
                 yield FrameDamage(
                     index,
-                    start,
+                    pos,
                     "truncated",
-                    f"the last frame ({where}) is truncated: {FRAME_HEADER_SIZE - got} bytes "
-                    f"of its {FRAME_HEADER_SIZE}-byte frame header are missing",
+                    f"the last frame (frame {index} at byte {pos}) is truncated: "
+                    f"{head_end - end} bytes of its {FRAME_HEADER_SIZE}-byte frame header are "
+                    "missing",
                 )
                 return
             reason = "no frame marker where a frame should start"
         else:
-            header = stream.peek(FRAME_HEADER_SIZE)
-            problem = _header_problem(header)
-            if problem is None:
-                _, length, payload_crc, _ = _FRAME_HEADER.unpack(header)
-                total = FRAME_HEADER_SIZE + length
-                have = stream.fill(total)
-                if have >= total:
-                    payload = stream.peek(length, FRAME_HEADER_SIZE)
-                    if zlib.crc32(payload) == payload_crc:
-                        stream.skip(total)
-                        yield Frame(index, start, payload)
-                        index += 1
-                        continue
-                    reason = "payload checksum mismatch"
-                else:
-                    # The header is sound but the input ends inside the payload.  That
-                    # is truncation unless an intact frame starts inside the missing
-                    # span (a crashed write followed by appends), so resync first.
-                    if not _resync(stream):
+            reason = None if pos == sound else _header_problem(win.buf, pos - win.base)
+            if reason is None:
+                _, length, payload_crc, _ = _FRAME_HEADER.unpack_from(win.buf, pos - win.base)
+                stop = head_end + length
+                end = win.end if win.end >= stop else win.fill(stop)
+                if end < stop:
+                    # The header is sound but the input ends inside the payload. That is
+                    # truncation unless a sound frame header starts inside the missing span
+                    # (a crashed write followed by appends), so resync first.
+                    found = _resync(win, pos + 1)
+                    if found < 0:
                         yield FrameDamage(
                             index,
-                            start,
+                            pos,
                             "truncated",
-                            f"the last frame ({where}) is truncated: {total - have} bytes of "
-                            f"its {length}-byte payload are missing",
+                            f"the last frame (frame {index} at byte {pos}) is truncated: "
+                            f"{stop - end} bytes of its {length}-byte payload are missing",
                         )
                         return
-                    skipped = stream.offset - start
                     yield FrameDamage(
                         index,
-                        start,
+                        pos,
                         "corrupt",
-                        f"{where} is corrupt (the next frame starts inside its payload); "
-                        f"skipped {skipped} bytes to the next frame",
+                        f"frame {index} at byte {pos} is corrupt (the next frame starts inside "
+                        f"its payload); skipped {found - pos} bytes to the next frame",
                     )
                     index += 1
+                    pos = sound = found
                     continue
-            else:
-                reason = problem
-        found = _resync(stream)
-        skipped = stream.offset - start
-        tail = (
-            f"skipped {skipped} bytes to the next frame"
-            if found
-            else f"skipped the remaining {skipped} bytes (no further frame found)"
+                summed_to = max(summed_to, stop)
+                if win.crc(head_end, stop) == payload_crc:
+                    yield FrameRun(index, [pos], [win.take(head_end, stop)])
+                    index += 1
+                    pos = stop
+                    continue
+                reason = "payload checksum mismatch"
+        found = _resync(win, pos + 1)
+        if found < 0:
+            tail = f"skipped the remaining {win.end - pos} bytes (no further frame found)"
+        else:
+            tail = f"skipped {found - pos} bytes to the next frame"
+        yield FrameDamage(
+            index, pos, "corrupt", f"frame {index} at byte {pos} is corrupt ({reason}); {tail}"
         )
-        yield FrameDamage(index, start, "corrupt", f"{where} is corrupt ({reason}); {tail}")
-        index += 1
-        if not found:
+        if found < 0:
             return
+        index += 1
+        pos = sound = found
 
 
 def decode_frame(frame: Frame) -> record_pb2.Match | FrameDamage:

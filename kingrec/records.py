@@ -2,7 +2,8 @@
 
 ``read_records`` sniffs the format, streams the records in constant memory, and turns
 damage (a corrupt frame, a bad JSON line) into ``Damage`` items located in the file,
-so callers report it and go on with the records after it.
+so callers report it and go on with the records after it. A file that cannot be read as
+records at all raises a ``RecordFileError`` (from ``kingrec.errors``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from typing import BinaryIO
 
 from . import container, jsonl
+from .errors import RecordFileError, UnreadableFileError
 from .findings import Location
 from .v1 import record_pb2 as pb
 
@@ -27,17 +29,6 @@ __all__ = [
     "open_records",
     "read_records",
 ]
-
-
-class RecordFileError(Exception):
-    """A file that cannot be read as records at all (missing, unreadable, unknown format).
-
-    ``code`` says which: NOT_KREC, UNSUPPORTED_VERSION or UNREADABLE.
-    """
-
-    def __init__(self, message: str, code: str = "UNREADABLE") -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(frozen=True)
@@ -61,9 +52,14 @@ class _CountingRaw(io.RawIOBase):
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        data = self.inner.read(len(buffer))
-        n = len(data)
-        buffer[:n] = data
+        # One read of what is there (a pipe need not fill the buffer), straight into it.
+        into = getattr(self.inner, "readinto1", None) or getattr(self.inner, "readinto", None)
+        if into is not None:
+            n = into(buffer) or 0
+        else:
+            data = self.inner.read(len(buffer))
+            n = len(data)
+            buffer[:n] = data
         self.count += n
         return n
 
@@ -108,21 +104,37 @@ class RecordFile:
         not decoded here: ``decode_frame`` gives the Match or the FRAME_UNDECODABLE damage
         that iterating the file would have given.
         """
+        for batch in self.raw_frame_batches():
+            yield from batch
+
+    def raw_frame_batches(
+        self, batch: int = 256
+    ) -> Iterator[list[tuple[Location, bytes] | Damage]]:
+        """``raw_frames`` in lists of ``batch`` items (the last may be shorter), in file order.
+
+        The intact frames come from the container in runs, so the only work per frame here is
+        its ``Location``.
+        """
         if self.format != "krec":
             raise RecordFileError(f"{self.name}: raw frames need a .krec file, not JSON Lines")
-        try:
-            for item in container.read_frames(self._stream):
-                if isinstance(item, container.FrameDamage):
-                    code = "FRAME_TRUNCATED" if item.kind == "truncated" else "FRAME_CORRUPT"
-                    yield Damage(Location(self.name, item.index, item.offset), code, item.message)
-                else:
-                    yield Location(self.name, item.index, item.offset), item.payload
-        except container.NotKrecError as exc:
-            raise RecordFileError(str(exc), "NOT_KREC") from None
-        except container.UnsupportedVersionError as exc:
-            raise RecordFileError(str(exc), "UNSUPPORTED_VERSION") from None
-        except container.ContainerError as exc:
-            raise RecordFileError(str(exc)) from None
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, not {batch}")
+        name = self.name
+        items: list[tuple[Location, bytes] | Damage] = []
+        for run in container.read_frame_runs(self._stream):
+            if isinstance(run, container.FrameDamage):
+                code = "FRAME_TRUNCATED" if run.kind == "truncated" else "FRAME_CORRUPT"
+                items.append(Damage(Location(name, run.index, run.offset), code, run.message))
+            else:
+                places = enumerate(run.offsets, run.first)
+                items += zip([Location(name, i, at) for i, at in places], run.payloads, strict=True)
+            if len(items) >= batch:
+                full = len(items) - len(items) % batch
+                for start in range(0, full, batch):
+                    yield items[start : start + batch]
+                items = items[full:]
+        if items:
+            yield items
 
     def _jsonl(self) -> Iterator[tuple[Location, pb.Match] | Damage]:
         text = io.TextIOWrapper(self._stream, encoding="utf-8", errors="replace", newline=None)
@@ -153,7 +165,7 @@ def open_records(path: str) -> Iterator[RecordFile]:
     try:
         f = open(path, "rb")  # noqa: SIM115 - closed below, after the caller is done
     except OSError as exc:
-        raise RecordFileError(f"{path}: cannot open: {exc.strerror or exc}") from None
+        raise UnreadableFileError(f"{path}: cannot open: {exc.strerror or exc}") from None
     with f:
         yield RecordFile(path, f, os.fstat(f.fileno()).st_size)
 

@@ -2,34 +2,45 @@
 
 from __future__ import annotations
 
+import importlib
 import io
+import json
+import os
 import struct
 import subprocess
 import sys
 import tracemalloc
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kingrec import _frames_py, container
 from kingrec.container import (
     FILE_HEADER_SIZE,
     FRAME_HEADER_SIZE,
     MAGIC,
-    MAX_PAYLOAD_SIZE,
-    ContainerError,
     Frame,
     FrameDamage,
     FrameInfo,
     KrecWriter,
-    NotKrecError,
-    UnsupportedVersionError,
     is_krec,
     iter_matches,
     read_frames,
 )
+from kingrec.errors import (
+    LimitError,
+    NotRecordFileError,
+    RecordFileError,
+    UnreadableFileError,
+    UnsupportedVersionError,
+)
+from kingrec.findings import Location
+from kingrec.limits import MAX_FRAME_BYTES
+from kingrec.records import Damage, RecordFile, open_records
 from kingrec.v1 import record_pb2 as pb
 
 
@@ -90,7 +101,7 @@ def test_many_matches_round_trip_through_a_path(tmp_path: Path) -> None:
         frame, match = item
         assert frame.index == i
         assert match.match_id == f"m{i}"
-    assert not (tmp_path / "games.krec.tmp").exists()
+    assert os.listdir(tmp_path) == ["games.krec"]
 
 
 def test_frames_round_trip_through_bytesio_with_matching_offsets() -> None:
@@ -255,7 +266,7 @@ def test_trailing_garbage_is_reported_as_corrupt() -> None:
 
 
 def test_oversized_length_is_corrupt_even_with_a_valid_header_checksum() -> None:
-    head = struct.pack("<4sII", b"KRF1", MAX_PAYLOAD_SIZE + 1, 0)
+    head = struct.pack("<4sII", b"KRF1", MAX_FRAME_BYTES + 1, 0)
     forged = head + struct.pack("<I", zlib.crc32(head))
     data, _ = _container([])
     tail, _ = _container([b"after"])
@@ -330,14 +341,15 @@ def test_valid_frame_that_is_not_a_match_is_reported_undecodable() -> None:
         (b"\x00\x01\x02\x03" * 4, "first bytes: 00 01 02 03"),
     ],
 )
-def test_wrong_magic_raises_not_krec_saying_what_the_file_looks_like(
+def test_wrong_magic_raises_not_a_record_file_saying_what_the_file_looks_like(
     tmp_path: Path, content: bytes, expected: str
 ) -> None:
     path = tmp_path / "input.krec"
     path.write_bytes(content)
-    with pytest.raises(NotKrecError, match=expected) as info:
+    with pytest.raises(NotRecordFileError, match=expected) as info:
         list(read_frames(path))
     assert info.value.offset == 0
+    assert info.value.code == "NOT_KREC"
     assert str(path) in str(info.value)
 
 
@@ -349,19 +361,27 @@ def test_newer_format_version_asks_the_user_to_upgrade() -> None:
         str(info.value)
     )
     assert info.value.offset == 8
-    assert isinstance(info.value, ContainerError)
+    assert info.value.code == "UNSUPPORTED_VERSION"
+    assert isinstance(info.value, RecordFileError)
 
 
 def test_unknown_header_flags_are_rejected() -> None:
     data = MAGIC + struct.pack("<HH", 1, 4)
-    with pytest.raises(UnsupportedVersionError, match="flags 0x0004"):
+    with pytest.raises(UnsupportedVersionError, match="flags 0x0004") as info:
         list(read_frames(io.BytesIO(data)))
+    assert info.value.offset == 10
 
 
-def test_cut_file_header_raises_container_error() -> None:
-    with pytest.raises(ContainerError, match="only 10 of 12 bytes") as info:
+def test_cut_file_header_raises_unreadable_file_error() -> None:
+    with pytest.raises(UnreadableFileError, match="only 10 of 12 bytes") as info:
         list(read_frames(io.BytesIO(MAGIC + b"\x01\x00")))
-    assert not isinstance(info.value, NotKrecError)
+    assert (info.value.code, info.value.offset) == ("UNREADABLE", 10)
+
+
+def test_format_version_zero_is_unreadable() -> None:
+    with pytest.raises(UnreadableFileError, match="invalid format version 0") as info:
+        list(read_frames(io.BytesIO(MAGIC + b"\x00\x00\x00\x00")))
+    assert info.value.offset == 8
 
 
 def test_is_krec_sniffs_the_signature() -> None:
@@ -402,12 +422,15 @@ def test_reads_from_stdin_pipe() -> None:
 
 
 def test_reading_a_large_file_uses_bounded_memory(tmp_path: Path) -> None:
+    # The reader reads a chunk of about MAX_FRAME_BYTES at a time (so the frame loop runs
+    # over many frames per call): its memory is a few chunks, whatever the file size.
     path = tmp_path / "big.krec"
-    payload = pb.Match(match_id="m" * 200).SerializeToString()
+    payload = pb.Match(match_id="m" * 2000).SerializeToString()
     with KrecWriter.open(path) as w:
         for _ in range(20_000):
             w.write(payload)
     size = path.stat().st_size
+    bound = 8 * MAX_FRAME_BYTES
 
     tracemalloc.start()
     try:
@@ -417,8 +440,8 @@ def test_reading_a_large_file_uses_bounded_memory(tmp_path: Path) -> None:
         tracemalloc.stop()
 
     assert count == 20_000
-    assert size > 4_000_000
-    assert peak < 512 * 1024, f"peak {peak} bytes while reading a {size}-byte file"
+    assert size > 4 * bound
+    assert peak < bound, f"peak {peak} bytes while reading a {size}-byte file"
 
 
 # --------------------------------------------------------------------------- writer
@@ -446,10 +469,365 @@ def test_failed_rewrite_keeps_the_previous_file_intact(tmp_path: Path) -> None:
 
 
 def test_writer_rejects_writes_after_close_and_oversized_payloads() -> None:
-    w = KrecWriter(io.BytesIO())
-    with pytest.raises(ValueError, match="frame limit"):
-        w.write(b"\x00" * (MAX_PAYLOAD_SIZE + 1))
+    sink = io.BytesIO()
+    w = KrecWriter(sink)
+    with pytest.raises(LimitError, match="MAX_FRAME_BYTES"):
+        w.write(b"\x00" * (MAX_FRAME_BYTES + 1))
+    assert sink.getvalue() == MAGIC + b"\x01\x00\x00\x00"  # nothing of it was written
+    w.write(b"\x00" * MAX_FRAME_BYTES)  # the bound itself is allowed
     w.close()
     assert w.closed
     with pytest.raises(ValueError, match="closed"):
         w.write(b"x")
+
+
+# --------------------------------------------------------------------------- hostile input
+
+
+def _reader_twins() -> list[object]:
+    params: list[object] = [pytest.param(_frames_py.scan_frames, id="python")]
+    try:
+        compiled = importlib.import_module("kingrec._frames_c")
+    except ImportError:
+        params.append(pytest.param(None, id="cython", marks=pytest.mark.skip("not built")))
+    else:
+        params.append(pytest.param(compiled.scan_frames, id="cython"))
+    return params
+
+
+def _sound_header(length: int, payload_crc: int = 0) -> bytes:
+    head = struct.pack("<4sII", b"KRF1", length, payload_crc)
+    return head + struct.pack("<I", zlib.crc32(head))
+
+
+def _reference_read(data: bytes, max_payload: int) -> list[tuple[object, ...]]:
+    """What the reader reports, the slow obvious way: all input in memory, every candidate
+    frame checksummed on its own, the next frame searched from one byte after a bad one."""
+
+    def resync(start: int) -> int:
+        at = data.find(b"KRF1", start)
+        while 0 <= at <= len(data) - 16:
+            _, length, _, header_crc = struct.unpack_from("<4sIII", data, at)
+            if length <= max_payload and zlib.crc32(data[at : at + 12]) == header_crc:
+                return at
+            at = data.find(b"KRF1", at + 1)
+        return -1
+
+    out: list[tuple[object, ...]] = []
+    pos, index = FILE_HEADER_SIZE, 0
+    while pos < len(data):
+        where = f"frame {index} at byte {pos}"
+        if len(data) - pos < 16:
+            if b"KRF1".startswith(data[pos : pos + 4]):
+                missing = 16 - (len(data) - pos)
+                message = f"{missing} bytes of its 16-byte frame header are missing"
+                out.append(
+                    ("truncated", index, pos, f"the last frame ({where}) is truncated: {message}")
+                )
+                break
+            reason = "no frame marker where a frame should start"
+        else:
+            marker, length, payload_crc, header_crc = struct.unpack_from("<4sIII", data, pos)
+            stop = pos + 16 + length
+            if marker != b"KRF1":
+                reason = "no frame marker where a frame should start"
+            elif zlib.crc32(data[pos : pos + 12]) != header_crc:
+                reason = "frame header checksum mismatch"
+            elif length > max_payload:
+                reason = f"impossible payload length of {length} bytes"
+            elif stop > len(data):
+                found = resync(pos + 1)
+                if found < 0:
+                    message = f"{stop - len(data)} bytes of its {length}-byte payload are missing"
+                    out.append(
+                        (
+                            "truncated",
+                            index,
+                            pos,
+                            f"the last frame ({where}) is truncated: {message}",
+                        )
+                    )
+                    break
+                message = f"skipped {found - pos} bytes to the next frame"
+                out.append(
+                    (
+                        "corrupt",
+                        index,
+                        pos,
+                        f"{where} is corrupt (the next frame starts inside its payload); {message}",
+                    )
+                )
+                pos, index = found, index + 1
+                continue
+            elif zlib.crc32(data[pos + 16 : stop]) == payload_crc:
+                out.append(("frame", index, pos, data[pos + 16 : stop]))
+                pos, index = stop, index + 1
+                continue
+            else:
+                reason = "payload checksum mismatch"
+        found = resync(pos + 1)
+        if found < 0:
+            tail = f"skipped the remaining {len(data) - pos} bytes (no further frame found)"
+        else:
+            tail = f"skipped {found - pos} bytes to the next frame"
+        out.append(("corrupt", index, pos, f"{where} is corrupt ({reason}); {tail}"))
+        if found < 0:
+            break
+        pos, index = found, index + 1
+    return out
+
+
+def _reports(items: Iterable[Frame | FrameDamage]) -> list[tuple[object, ...]]:
+    return [
+        ("frame", it.index, it.offset, it.payload)
+        if isinstance(it, Frame)
+        else (it.kind, it.index, it.offset, it.message)
+        for it in items
+    ]
+
+
+_SMALL_MAX = 300  # the frame bound while the reader runs with tiny buffers
+
+_hostile_segments = st.one_of(
+    st.binary(max_size=60).map(lambda p: _sound_header(len(p), zlib.crc32(p)) + p),
+    st.tuples(st.integers(0, 400), st.integers(0, 2**32 - 1)).map(lambda t: _sound_header(*t)),
+    st.binary(max_size=60).map(lambda p: (_sound_header(len(p), zlib.crc32(p)) + p)[: len(p) // 2]),
+    st.sampled_from([b"KRF1", b"KR", b"K", b"RF1", b"\x00" * 16, _sound_header(2**32 - 1)]),
+    st.binary(max_size=40),
+)
+
+
+@pytest.mark.parametrize("scan", _reader_twins())
+@settings(max_examples=150, deadline=None)
+@given(
+    parts=st.lists(_hostile_segments, max_size=25),
+    piece=st.integers(1, 40),
+    data=st.data(),
+)
+def test_any_input_is_read_as_the_reference_reading_reads_it(
+    scan: object, parts: list[bytes], piece: int, data: st.DataObject
+) -> None:
+    # A tiny chunk (so a buffer slid down and grown all the time), tiny prefix-sum steps and
+    # reads of a few bytes make a few hundred bytes cross every boundary the reader has;
+    # overlapping claims of sound headers come from the segments.
+    full = MAGIC + b"\x01\x00\x00\x00" + b"".join(parts)
+    content = full[: data.draw(st.integers(FILE_HEADER_SIZE, len(full)))]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(container, "_scan_frames", scan)
+        patch.setattr(container, "_CHUNK", 64)
+        patch.setattr(container, "_SUM_STEP", 8)
+        patch.setattr(container, "MAX_FRAME_BYTES", _SMALL_MAX)
+        got = _reports(read_frames(ReadOnlyStream(content, max_piece=piece)))
+    assert got == _reference_read(content, _SMALL_MAX)
+
+
+def test_frames_written_inside_a_bad_frames_claimed_payload_are_read() -> None:
+    # A crashed write (header and part of a long payload) followed by appended frames that
+    # all lie within the length the bad header claims.
+    payloads = [bytes([i]) * (i * 7) for i in range(1, 40)]
+    head, _ = _container([b"first"])
+    tail, _ = _container(payloads)
+    claim = len(tail) + 500
+    crashed = _sound_header(claim, zlib.crc32(b"z" * claim)) + b"z" * 100
+    data = head + crashed + tail[FILE_HEADER_SIZE:] + b"z" * 600
+
+    items = _read(data)
+    assert [f.payload for f in _frames_only(items)] == [b"first", *payloads]
+    first_damage, trailing = _damage_only(items)
+    assert first_damage.message == (
+        f"frame 1 at byte {len(head)} is corrupt (payload checksum mismatch); "
+        f"skipped {len(crashed)} bytes to the next frame"
+    )
+    assert "no further frame found" in trailing.message
+    assert _reports(items) == _reference_read(data, MAX_FRAME_BYTES)
+
+
+MiB = 1 << 20
+
+
+def _resync_bomb(size: int) -> bytes:
+    """A well-formed frame header every 16 bytes, each claiming the rest of the file."""
+    out = bytearray(MAGIC + b"\x01\x00\x00\x00")
+    while len(out) + FRAME_HEADER_SIZE <= size:
+        out += _sound_header(size - len(out) - FRAME_HEADER_SIZE)
+    return bytes(out.ljust(size, b"\x00"))
+
+
+def _marker_garbage(size: int) -> bytes:
+    """Garbage with a frame marker every few bytes (and never a sound header)."""
+    pattern = b"KRF1\x00KRF1\x07\x07KRF1\xff\xfe\xfdKRF1KRF1"
+    return (MAGIC + b"\x01\x00\x00\x00" + pattern * (size // len(pattern)))[:size]
+
+
+def _four_gigabyte_claims(size: int) -> bytes:
+    """Sound frame headers back to back, each claiming a payload of 4 GB."""
+    header = _sound_header(2**32 - 1)
+    return (MAGIC + b"\x01\x00\x00\x00" + header * (size // FRAME_HEADER_SIZE))[:size]
+
+
+def _long_claims_around_small_frames(size: int) -> bytes:
+    """Bad headers claiming half a MiB, each followed by a small intact frame."""
+    unit = _sound_header(MiB // 2) + _sound_header(1, zlib.crc32(b"x")) + b"x"
+    return (MAGIC + b"\x01\x00\x00\x00" + unit * (size // len(unit)))[:size]
+
+
+_HOSTILE = {
+    "resync-bomb-1MiB": (_resync_bomb, MiB, 65535),
+    "resync-bomb-2MiB": (_resync_bomb, 2 * MiB, 65537),
+    "marker-garbage-1MiB": (_marker_garbage, MiB, 1),
+    # Cheap to read, so bigger than the reader's memory may grow.
+    "4GB-claims-8MiB": (_four_gigabyte_claims, 8 * MiB, 1),
+    "long-claims-1MiB": (_long_claims_around_small_frames, MiB, 63549),
+}
+
+# Reads each file named on the command line ("-": standard input) and prints, per file, the
+# reports and the CPU seconds, then the RSS before and after all the reading.
+_HOSTILE_READER = """
+import json, resource, sys, time
+from kingrec import container
+
+def peak_kib():
+    # VmHWM, not ru_maxrss: a child's ru_maxrss counts the RSS of the parent it came from.
+    try:
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM"))
+    except OSError:  # no /proc: ru_maxrss is the best there is (KiB; bytes on macOS)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak // 1024 if sys.platform == "darwin" else peak
+
+before = peak_kib()
+for path in sys.argv[1:]:
+    start = time.process_time()
+    items = sum(1 for _ in container.read_frames(sys.stdin.buffer if path == "-" else path))
+    print(json.dumps({"file": path, "items": items, "cpu": time.process_time() - start}))
+after = peak_kib()
+print(json.dumps({"loop": container._scan_frames.__module__, "before": before, "after": after}))
+"""
+
+
+@pytest.fixture(scope="module")
+def hostile_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("hostile")
+    paths = {}
+    for name, (make, size, _) in _HOSTILE.items():
+        paths[name] = folder / f"{name}.krec"
+        paths[name].write_bytes(make(size))
+    return paths
+
+
+class _HostileReading:
+    """A child process reading hostile files (or standard input) with one frame loop."""
+
+    def __init__(self, paths: list[Path], pure: bool, stdin: Path | None = None) -> None:
+        args = ["-"] if stdin is not None else [str(p) for p in paths]
+        with open(stdin or os.devnull, "rb") as source:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", _HOSTILE_READER, *args],
+                env={**os.environ, "KINGREC_PURE_PYTHON": "1" if pure else ""},
+                stdin=source,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+
+    def results(self) -> tuple[dict[str, dict[str, float]], str, int]:
+        """Per file its reports and CPU seconds; the frame loop; how far the RSS rose (KiB)."""
+        out, _ = self._process.communicate()
+        assert self._process.returncode == 0
+        *files, summary = (json.loads(line) for line in out.splitlines())
+        growth = int(summary["after"]) - int(summary["before"])
+        return {f["file"]: f for f in files}, summary["loop"], growth
+
+
+def test_hostile_files_are_read_in_linear_time_and_bounded_memory(
+    hostile_files: dict[str, Path],
+) -> None:
+    loops = {"kingrec._frames_py": True}
+    if any(Path(container.__file__).parent.glob("_frames_c*")):
+        loops["kingrec._frames_c"] = False
+    # Both twins at once (the test machine has two cores); each child times its own CPU.
+    readings = {
+        loop: _HostileReading(list(hostile_files.values()), pure) for loop, pure in loops.items()
+    }
+    for loop, reading in readings.items():
+        files, used, growth_kib = reading.results()
+        assert used == loop
+        for name, path in hostile_files.items():
+            _, size, reports = _HOSTILE[name]
+            got = files[str(path)]
+            assert got["items"] == reports, (loop, name)
+            # The old reader took 19 s for the 1 MiB bomb and 100 s for the 2 MiB one.
+            assert got["cpu"] < 2.0 * size / MiB, f"{loop}, {name}: {got['cpu']:.2f} s of CPU"
+        assert growth_kib * 1024 < 6 * MAX_FRAME_BYTES, f"{loop}: RSS grew by {growth_kib} KiB"
+
+
+def test_a_resync_bomb_on_standard_input_is_read_in_linear_time(
+    hostile_files: dict[str, Path],
+) -> None:
+    bomb = hostile_files["resync-bomb-2MiB"]
+    files, _, growth_kib = _HostileReading([], pure=False, stdin=bomb).results()
+
+    assert files["-"]["items"] == _HOSTILE["resync-bomb-2MiB"][2]
+    assert files["-"]["cpu"] < 4.0
+    assert growth_kib * 1024 < 6 * MAX_FRAME_BYTES, f"RSS grew by {growth_kib} KiB"
+
+
+# --------------------------------------------------------------------------- frames in bulk
+
+
+def _record_file(data: bytes, name: str = "games.krec") -> RecordFile:
+    return RecordFile(name, io.BytesIO(data), len(data))
+
+
+def test_frame_batches_hold_batch_items_each_in_file_order_with_damage_in_place() -> None:
+    payloads = _payloads(40)
+    data, infos = _container(payloads)
+    bad = _flip(data, infos[17].offset + FRAME_HEADER_SIZE)
+
+    batches = list(_record_file(bad).raw_frame_batches(batch=7))
+
+    assert [len(b) for b in batches] == [7, 7, 7, 7, 7, 5]
+    items = [item for b in batches for item in b]
+    assert items == list(_record_file(bad).raw_frames())
+    damage = items[17]
+    assert isinstance(damage, Damage)
+    assert (damage.code, damage.location) == (
+        "FRAME_CORRUPT",
+        Location("games.krec", 17, infos[17].offset),
+    )
+    intact = [item for item in items if not isinstance(item, Damage)]
+    assert [(loc.frame, loc.offset, p) for loc, p in intact] == [
+        (i.index, i.offset, payloads[i.index]) for i in infos if i.index != 17
+    ]
+
+
+def test_a_truncated_last_frame_ends_the_last_batch() -> None:
+    data, infos = _container(_payloads(3))
+    batches = list(_record_file(data[:-2]).raw_frame_batches(batch=256))
+
+    assert len(batches) == 1
+    *frames, last = batches[0]
+    assert len(frames) == 2
+    assert isinstance(last, Damage) and last.code == "FRAME_TRUNCATED"
+    assert last.location.offset == infos[2].offset
+
+
+def test_frame_batches_refuse_json_lines_and_a_batch_below_one() -> None:
+    with pytest.raises(RecordFileError, match="JSON Lines"):
+        next(_record_file(b'{"format_version": 1}\n', "x.jsonl").raw_frame_batches())
+    data, _ = _container(_payloads(1))
+    with pytest.raises(ValueError, match="batch"):
+        next(_record_file(data).raw_frame_batches(batch=0))
+
+
+def test_record_files_raise_the_error_classes_of_kingrec_errors(tmp_path: Path) -> None:
+    with (
+        pytest.raises(UnreadableFileError, match="cannot open") as missing,
+        open_records(str(tmp_path / "missing.krec")),
+    ):
+        pass
+    assert missing.value.code == "UNREADABLE"
+    with pytest.raises(NotRecordFileError) as text:
+        next(_record_file(b"hello, this is a note\n").raw_frames())
+    assert text.value.code == "NOT_KREC"
+    with pytest.raises(UnsupportedVersionError):
+        next(_record_file(MAGIC + struct.pack("<HH", 9, 0)).raw_frames())

@@ -16,6 +16,7 @@ from kingrec.boundary import ruleset_from_proto
 from kingrec.container import Frame, read_frames
 from kingrec.jsonl import loads_match
 from kingrec.rules import PRESETS
+from kingrec.safefile import temporary_name
 from kingrec.simulate import simulate_matches
 
 
@@ -159,7 +160,8 @@ def test_interrupted_run_leaves_no_file(name: str, jobs: int, tmp_path: Path) ->
     )
     try:
         deadline = time.monotonic() + 30
-        while not (tmp_path / (name + ".tmp")).exists() and time.monotonic() < deadline:
+        partial = Path(temporary_name(str(target), proc.pid))
+        while not partial.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
         time.sleep(0.5)
         os.killpg(proc.pid, signal.SIGINT)

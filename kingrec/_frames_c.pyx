@@ -1,0 +1,97 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, overflowcheck=False, embedsignature=False
+"""The frame loop of the ``.krec`` reader, compiled: the fast twin of ``kingrec._frames_py``.
+
+``scan_frames`` takes the same arguments and gives the same results as the reference; read
+that file for what it does. Here the headers are read and checked in C, with no Python
+object per frame but the payload handed back.
+
+The checksum is the format's CRC-32 (zlib's: IEEE, reflected, polynomial 0xEDB88320). A
+header's 12 bytes go through a byte-wise table built at import; a payload goes to
+``zlib.crc32`` on the payload bytes the scan hands back anyway: on the benchmark machine
+zlib's braided CRC beat a slice-by-8 table in C, 2.1 against 1.3 GB/s on 5 KB payloads
+(CPU time, best of 7), and calling it needs no zlib headers at build time.
+"""
+
+import zlib
+
+from libc.stdint cimport uint32_t
+from libc.string cimport memcmp
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_FromStringAndSize
+
+__all__ = ["scan_frames"]
+
+cdef enum:
+    HEADER_SIZE = 16
+
+cdef object _payload_crc = zlib.crc32
+cdef uint32_t CRC_TABLE[256]
+
+
+cdef void _init_crc_table() noexcept:
+    cdef uint32_t c
+    cdef int i, k
+    for i in range(256):
+        c = i
+        for k in range(8):
+            c = (c >> 1) ^ (0xEDB88320 if c & 1 else 0)
+        CRC_TABLE[i] = c
+
+
+_init_crc_table()
+
+
+cdef inline uint32_t _le32(const unsigned char* p) noexcept nogil:
+    # Byte by byte so the result is the same on any endianness; compilers make it one load.
+    return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef inline uint32_t _header_crc(const unsigned char* p) noexcept nogil:
+    """zlib.crc32 of the first 12 bytes of a frame header."""
+    cdef uint32_t crc = ~(<uint32_t>0)
+    cdef int i
+    for i in range(12):
+        crc = CRC_TABLE[(crc ^ p[i]) & 0xFF] ^ (crc >> 8)
+    return ~crc
+
+
+def scan_frames(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_payload):
+    """The intact frames of ``buf[start:end]`` in a row: see ``_frames_py.scan_frames``."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)  # any contiguous buffer, as bytes
+    try:
+        return _scan(<const unsigned char*>view.buf, view.len, start, end, max_payload)
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef tuple _scan(const unsigned char* data, Py_ssize_t size, Py_ssize_t start, Py_ssize_t end,
+                 Py_ssize_t max_payload):
+    if not (0 <= start <= end <= size) or max_payload < 0:
+        raise ValueError(
+            f"scan_frames: need 0 <= start <= end <= {size} and max_payload >= 0, "
+            f"got start={start}, end={end}, max_payload={max_payload}"
+        )
+    cdef list payloads = []
+    cdef list offsets = []
+    cdef Py_ssize_t pos = start
+    cdef const unsigned char* head
+    cdef size_t length
+    cdef bytes payload
+    while end - pos >= HEADER_SIZE:
+        head = data + pos
+        if memcmp(head, b"KRF1", 4) != 0:
+            break
+        length = _le32(head + 4)
+        if length > <size_t>max_payload or _header_crc(head) != _le32(head + 12):
+            break
+        if length > <size_t>(end - pos - HEADER_SIZE):
+            break
+        payload = PyBytes_FromStringAndSize(<const char*>head + HEADER_SIZE, length)
+        if _payload_crc(payload) != _le32(head + 8):
+            break
+        payloads.append(payload)
+        offsets.append(pos)
+        pos += HEADER_SIZE + length
+    return payloads, offsets, pos

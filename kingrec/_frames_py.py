@@ -1,0 +1,55 @@
+"""The frame loop of the ``.krec`` reader, in pure Python: the readable twin of ``_frames_c``.
+
+``scan_frames`` takes the happy path in bulk: consecutive intact frames from one position of
+a buffer. It judges nothing else; when a frame is incomplete or bad it stops there and the
+reader (``kingrec.container``) works out what happened, in Python, once for both twins.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+__all__ = ["scan_frames"]
+
+_HEADER = struct.Struct("<4sIII")  # marker, payload length, crc32(payload), crc32(header[:12])
+_MARKER = b"KRF1"
+_HEADER_SIZE = 16
+
+
+def scan_frames(
+    buf: bytes | bytearray | memoryview, start: int, end: int, max_payload: int
+) -> tuple[list[bytes], list[int], int]:
+    """The intact frames of ``buf[start:end]`` in a row, from ``start`` on.
+
+    A frame is taken when its 16-byte header is sound (marker, header checksum, length at
+    most ``max_payload``), its payload lies wholly before ``end`` and the payload checksum
+    matches. Returns the payloads, each frame's header offset in ``buf`` and the position
+    where the run stopped: ``end``, or the start of the first frame that is incomplete or bad.
+    """
+    with memoryview(buf) as raw, raw.cast("B") as view:
+        if not 0 <= start <= end <= len(view) or max_payload < 0:
+            raise ValueError(
+                f"scan_frames: need 0 <= start <= end <= {len(view)} and max_payload >= 0, "
+                f"got start={start}, end={end}, max_payload={max_payload}"
+            )
+        payloads: list[bytes] = []
+        offsets: list[int] = []
+        pos = start
+        while end - pos >= _HEADER_SIZE:
+            marker, length, payload_crc, header_crc = _HEADER.unpack_from(view, pos)
+            if (
+                marker != _MARKER
+                or length > max_payload
+                or zlib.crc32(view[pos : pos + 12]) != header_crc
+                or length > end - pos - _HEADER_SIZE
+            ):
+                break
+            stop = pos + _HEADER_SIZE + length
+            payload = view[pos + _HEADER_SIZE : stop]
+            if zlib.crc32(payload) != payload_crc:
+                break
+            payloads.append(payload.tobytes())
+            offsets.append(pos)
+            pos = stop
+        return payloads, offsets, pos

@@ -1,0 +1,202 @@
+"""The frame loop twins (``kingrec._frames_py``, ``kingrec._frames_c``): same results, any input."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import os
+import struct
+import subprocess
+import sys
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kingrec
+from kingrec import _frames_py
+
+PACKAGE = Path(kingrec.__file__).resolve().parent
+Scan = Callable[[bytes | bytearray | memoryview, int, int, int], tuple[list[bytes], list[int], int]]
+
+
+def _compiled() -> ModuleType | None:
+    try:
+        return importlib.import_module("kingrec._frames_c")
+    except ImportError:
+        return None
+
+
+COMPILED = _compiled()
+
+
+def _compiled_expected() -> bool:
+    """CI says so, or a built extension sits next to the package."""
+    if os.environ.get("KINGREC_REQUIRE_COMPILED", "") not in ("", "0"):
+        return True
+    return any(PACKAGE.glob("_frames_c*.so")) or any(PACKAGE.glob("_frames_c*.pyd"))
+
+
+def _twins() -> list[object]:
+    params: list[object] = [pytest.param(_frames_py.scan_frames, id="python")]
+    if COMPILED is None:
+        params.append(pytest.param(None, id="cython", marks=pytest.mark.skip("not built")))
+    else:
+        params.append(pytest.param(COMPILED.scan_frames, id="cython"))
+    return params
+
+
+@pytest.fixture(params=_twins())
+def scan(request: pytest.FixtureRequest) -> Scan:
+    """A ``scan_frames`` twin: the pure-Python reference or the compiled one."""
+    return request.param  # type: ignore[no-any-return]
+
+
+def _header(length: int, payload_crc: int) -> bytes:
+    head = struct.pack("<4sII", b"KRF1", length, payload_crc)
+    return head + struct.pack("<I", zlib.crc32(head))
+
+
+def _frame(payload: bytes) -> bytes:
+    return _header(len(payload), zlib.crc32(payload)) + payload
+
+
+MAX = 1000
+
+
+# -- what one scan takes -------------------------------------------------------------------
+
+
+def test_consecutive_intact_frames_are_taken_with_their_offsets(scan: Scan) -> None:
+    payloads = [b"", b"a", b"bc" * 40, bytes(range(256))]
+    buf = b"".join(_frame(p) for p in payloads)
+
+    got, offsets, stop = scan(buf, 0, len(buf), MAX)
+
+    assert got == payloads
+    assert all(type(p) is bytes for p in got)
+    assert offsets == [0, 16, 33, 129]
+    assert stop == len(buf)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param(b"KRF2" + _frame(b"xyz")[4:], id="no-marker"),
+        pytest.param(_frame(b"xyz")[:13] + b"\x00" + _frame(b"xyz")[14:], id="header-crc"),
+        pytest.param(_header(3, zlib.crc32(b"xyz") ^ 1) + b"xyz", id="payload-crc"),
+        pytest.param(_header(MAX + 1, 0) + b"\x00" * (MAX + 1), id="over-max-payload"),
+        pytest.param(_header(0xFFFFFFFF, 0), id="4-GB-length"),
+    ],
+)
+def test_the_scan_stops_at_a_bad_frame(scan: Scan, bad: bytes) -> None:
+    good = _frame(b"first") + _frame(b"second")
+    buf = good + bad + _frame(b"after")
+    assert scan(buf, 0, len(buf), MAX) == ([b"first", b"second"], [0, 21], len(good))
+
+
+@pytest.mark.parametrize("kept", [0, 1, 4, 15, 16, 17, 24])
+def test_the_scan_stops_before_a_frame_that_end_cuts(scan: Scan, kept: int) -> None:
+    good = _frame(b"first") + _frame(b"second")
+    buf = good + _frame(b"third one")  # 25 bytes
+    end = len(good) + kept
+    assert scan(buf, 0, end, MAX) == ([b"first", b"second"], [0, 21], len(good))
+
+
+def test_a_payload_of_exactly_max_payload_is_taken_and_one_byte_more_is_not(scan: Scan) -> None:
+    exact, over = _frame(b"m" * MAX), _frame(b"m" * (MAX + 1))
+    assert scan(exact, 0, len(exact), MAX) == ([b"m" * MAX], [0], len(exact))
+    assert scan(over, 0, len(over), MAX) == ([], [], 0)
+
+
+def test_the_scan_runs_from_start_to_end_and_reports_buffer_offsets(scan: Scan) -> None:
+    junk = b"\xffjunk\x00"
+    buf = junk + _frame(b"one") + _frame(b"two") + _frame(b"three")
+    two_end = len(junk) + 19 + 19
+
+    got, offsets, stop = scan(buf, len(junk), two_end, MAX)
+
+    assert (got, offsets, stop) == ([b"one", b"two"], [len(junk), len(junk) + 19], two_end)
+    assert scan(buf, 0, len(buf), MAX) == ([], [], 0)  # the junk is no frame
+    assert scan(buf, len(buf), len(buf), MAX) == ([], [], len(buf))
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_bytes_bytearray_and_memoryview_buffers_give_the_same_result(
+    scan: Scan, kind: Callable[[bytes], bytes | bytearray | memoryview]
+) -> None:
+    data = _frame(b"one") + _frame(b"two") + b"\x00" * 5
+    assert scan(kind(data), 0, len(data), MAX) == ([b"one", b"two"], [0, 19], 38)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "max_payload"),
+    [(-1, 10, MAX), (5, 4, MAX), (0, 39, MAX), (0, 10, -1)],
+)
+def test_arguments_outside_the_buffer_are_refused(
+    scan: Scan, start: int, end: int, max_payload: int
+) -> None:
+    data = _frame(b"one") + _frame(b"two")
+    with pytest.raises(ValueError, match="scan_frames"):
+        scan(data, start, end, max_payload)
+
+
+# -- the twins agree -----------------------------------------------------------------------
+
+_segments = st.one_of(
+    st.binary(max_size=80).map(_frame),
+    st.binary(max_size=80).map(lambda p: _frame(p)[:-1] + b"\x00" if p else b"KRF1"),
+    st.tuples(st.integers(0, 2 * MAX), st.integers(0, 2**32 - 1)).map(lambda t: _header(*t)),
+    st.binary(max_size=40),
+    st.sampled_from([b"KRF1", b"KR", b"\x00" * 16, _header(0xFFFFFFFF, 0)]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_segments, max_size=12), data=st.data())
+def test_the_twins_agree_on_any_buffer(parts: list[bytes], data: st.DataObject) -> None:
+    if COMPILED is None:
+        pytest.skip("the compiled twin is not built")
+    buf = b"".join(parts)
+    end = data.draw(st.integers(0, len(buf)))
+    starts = [at for at in itertools.accumulate(map(len, parts), initial=0) if at <= end]
+    start = data.draw(st.sampled_from(starts) | st.integers(0, end))
+    max_payload = data.draw(st.sampled_from([0, 40, MAX, 2**31]))
+
+    reference = _frames_py.scan_frames(buf, start, end, max_payload)
+    assert COMPILED.scan_frames(bytearray(buf), start, end, max_payload) == reference
+    payloads, offsets, stop = reference
+    assert start <= stop <= end
+    assert offsets == sorted(offsets) and all(start <= at < stop for at in offsets)
+    assert [buf[at + 16 : at + 16 + len(p)] for at, p in zip(offsets, payloads, strict=True)] == (
+        payloads
+    )
+
+
+# -- which twin the reader uses --------------------------------------------------------------
+
+
+def _loop_in_subprocess(**env: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", "import kingrec.container as c; print(c._scan_frames.__module__)"],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+def test_the_reader_uses_the_compiled_loop_when_it_is_built() -> None:
+    if not _compiled_expected():
+        pytest.skip("no compiled frame loop is built and KINGREC_REQUIRE_COMPILED is not set")
+    assert _loop_in_subprocess(KINGREC_PURE_PYTHON="") == "kingrec._frames_c"
+    assert _loop_in_subprocess(KINGREC_PURE_PYTHON="0") == "kingrec._frames_c"
+
+
+def test_the_pure_python_switch_forces_the_reference_loop() -> None:
+    assert _loop_in_subprocess(KINGREC_PURE_PYTHON="1") == "kingrec._frames_py"
