@@ -1,8 +1,10 @@
-"""Reading record files of either kind: .krec containers and JSON Lines.
+"""Reading record files of either kind: .krec containers and JSON records.
 
 ``read_records`` sniffs the format, streams the records in constant memory, and turns
-damage (a corrupt frame, a bad JSON line) into ``Damage`` items located in the file,
-so callers report it and go on with the records after it.
+damage (a corrupt frame, a bad JSON record) into ``Damage`` items located in the file,
+so callers report it and go on with the records after it. JSON records are JSON Lines, a
+JSON array or pretty-printed matches (``kingrec.jsonl``); the format is named "jsonl"
+for all three.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .v1 import record_pb2 as pb
 
 __all__ = [
     "Damage",
+    "Record",
     "RecordFile",
     "RecordFileError",
     "decode_frame",
@@ -47,6 +50,35 @@ class Damage:
     location: Location
     code: str  # FRAME_CORRUPT, FRAME_TRUNCATED, FRAME_UNDECODABLE or JSON_INVALID
     message: str
+
+
+class Record(tuple[Location, pb.Match]):
+    """A readable record: unpacks as ``(location, match)``, as records always have.
+
+    ``unknown_keys`` holds the paths of the keys of a JSON record that the schema does not
+    know (``"deals[3].bonus"``): dropped from the match, worth a warning. A .krec frame keeps
+    unknown fields in the match itself, so its records have none. Equality is the pair's.
+    """
+
+    unknown_keys: tuple[str, ...]
+
+    def __new__(
+        cls, location: Location, match: pb.Match, unknown_keys: tuple[str, ...] = ()
+    ) -> Record:
+        record = super().__new__(cls, (location, match))
+        record.unknown_keys = unknown_keys
+        return record
+
+    def __reduce__(self) -> tuple[type[Record], tuple[Location, pb.Match, tuple[str, ...]]]:
+        return Record, (self[0], self[1], self.unknown_keys)
+
+    @property
+    def location(self) -> Location:
+        return self[0]
+
+    @property
+    def match(self) -> pb.Match:
+        return self[1]
 
 
 class _CountingRaw(io.RawIOBase):
@@ -76,11 +108,13 @@ class RecordFile:
         self.size = size
         self._counter = _CountingRaw(raw, name)
         self._stream = io.BufferedReader(self._counter, buffer_size=1 << 16)
-        head = self._stream.peek(64)[:64].lstrip(b" \t\r\n").removeprefix(b"\xef\xbb\xbf")
-        # JSON Lines is recognised by its first '{'; anything else is read as a .krec file,
-        # whose reader explains what the file looks like when it is not one.
+        head = self._stream.peek(1 << 16).removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+        # JSON records start with '{' (JSON Lines, pretty-printed matches) or '[' (an array);
+        # anything else is read as a .krec file, whose reader explains what the file looks
+        # like when it is not one. Only a blank file is told by its name.
         json_name = name.endswith((".jsonl", ".json", ".ndjson"))
-        self.format = "jsonl" if head[:1] == b"{" or (json_name and not head) else "krec"
+        json_start = head[:1] in (b"{", b"[")
+        self.format = "jsonl" if json_start or (json_name and not head) else "krec"
 
     @property
     def bytes_read(self) -> int:
@@ -124,14 +158,13 @@ class RecordFile:
         except container.ContainerError as exc:
             raise RecordFileError(str(exc)) from None
 
-    def _jsonl(self) -> Iterator[tuple[Location, pb.Match] | Damage]:
-        text = io.TextIOWrapper(self._stream, encoding="utf-8", errors="replace", newline=None)
-        for item in jsonl.read_jsonl(text):
+    def _jsonl(self) -> Iterator[Record | Damage]:
+        for item in jsonl.read_jsonl(self._stream):
+            location = Location(self.name, line=item.line)
             if isinstance(item, jsonl.JsonLineError):
-                yield Damage(Location(self.name, line=item.line), "JSON_INVALID", item.message)
+                yield Damage(location, item.code, item.message)  # JSON_INVALID, LIMIT_EXCEEDED
             else:
-                line, match = item
-                yield Location(self.name, line=line), match
+                yield Record(location, item.match, item.unknown_keys)
 
 
 def decode_frame(location: Location, payload: bytes) -> pb.Match | Damage:

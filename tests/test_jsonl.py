@@ -15,9 +15,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kingrec.errors import JsonRecordError
 from kingrec.jsonl import (
     JsonLineError,
-    JsonRecordError,
+    JsonRecord,
     dumps_match,
     loads_match,
     match_from_dict,
@@ -317,7 +318,7 @@ def _hands_json() -> list[list[str]]:
             "deals[0]: both 'hands' and 'hands_raw' given",
         ),
         ({"deals": [{"plays_raw": "zz"}]}, "deals[0].plays_raw: not a hex string"),
-        ({"deals": [{"plays": "2C"}]}, "deals[0].plays: expected a list of card names"),
+        ({"deals": [{"plays": "2C 3C"}]}, "deals[0].plays: expected a list of card names"),
         ({"deals": [{"number": "1"}]}, "deals[0].number: expected an integer, got a string"),
         ({"deals": [{"number": 1.0}]}, "deals[0].number: expected an integer, got a number"),
         ({"deals": [{"number": True}]}, "deals[0].number: expected an integer, got a boolean"),
@@ -349,8 +350,15 @@ def test_bad_json_names_the_path(d: Any, message: str) -> None:
 def test_loads_reports_invalid_json() -> None:
     with pytest.raises(JsonRecordError, match="invalid JSON"):
         loads_match('{"deals": [')
-    with pytest.raises(JsonRecordError, match="invalid JSON"):
+    with pytest.raises(JsonRecordError, match="nested deeper than 32 levels"):
         loads_match("[" * 100_000)
+
+
+def test_json_record_error_is_the_one_of_kingrec_errors() -> None:
+    from kingrec import jsonl
+
+    assert jsonl.JsonRecordError is JsonRecordError
+    assert JsonRecordError("x").code == "JSON_INVALID"
 
 
 def test_read_jsonl_continues_past_bad_lines() -> None:
@@ -368,19 +376,24 @@ def test_read_jsonl_continues_past_bad_lines() -> None:
         )
         + "\n"
     )
-    items = list(read_jsonl(io.StringIO(text)))
-    assert items[0] == (1, good[0])
+    items = list(read_jsonl(io.BytesIO(text.encode("utf-8"))))
+    assert items[0] == JsonRecord(1, good[0], ())
     assert isinstance(items[1], JsonLineError) and items[1].line == 3
     assert str(items[1]).startswith("line 3: invalid JSON")
     assert isinstance(items[2], JsonLineError) and items[2].line == 4
     assert str(items[2]).startswith("line 4: deals[0].plays[0]: 'ZZ' is not a card")
-    assert items[3] == (6, good[1])
+    assert items[3] == JsonRecord(6, good[1], ())
     assert len(items) == 4
 
 
 def test_line_error_pickles() -> None:
-    err = pickle.loads(pickle.dumps(JsonLineError(7, "bad")))
-    assert (err.line, err.message, str(err)) == (7, "bad", "line 7: bad")
+    err = pickle.loads(pickle.dumps(JsonLineError(7, "bad", "LIMIT_EXCEEDED")))
+    assert (err.line, err.message, str(err), err.code) == (
+        7,
+        "bad",
+        "line 7: bad",
+        "LIMIT_EXCEEDED",
+    )
 
 
 def test_write_jsonl_then_read_jsonl_gives_back_the_matches() -> None:
@@ -388,8 +401,8 @@ def test_write_jsonl_then_read_jsonl_gives_back_the_matches() -> None:
     stream = io.StringIO()
     assert write_jsonl(stream, matches) == 3
     assert stream.getvalue().count("\n") == 3
-    stream.seek(0)
-    assert list(read_jsonl(stream)) == list(enumerate(matches, start=1))
+    lines = io.BytesIO(stream.getvalue().encode("utf-8"))
+    assert list(read_jsonl(lines)) == [JsonRecord(n, m, ()) for n, m in enumerate(matches, 1)]
 
 
 # -- property: any message the schema can hold, damaged or not, round-trips ----------
