@@ -43,8 +43,9 @@ matches; or matches pretty-printed one after another, as ``jq .`` writes them. T
 follows from the content, not the file name, and the three may even alternate: every
 top-level value is a match, a top-level array holds matches. Each record is located by
 the line it starts on. A bad record is reported (``JsonLineError``) and reading goes on at
-the next line indented no deeper than where that record started, so a bad line of JSON
-Lines, or a pretty-printed match cut short, is one item and not one per line.
+the next line indented no deeper than the line that record started on, so a bad line of JSON
+Lines, or a pretty-printed match cut short, is one item and not one per line. A value
+that is not an object is no record either, and is skipped the same way.
 
 **Bounds** (``kingrec.limits``). One record is at most ``MAX_JSON_LINE_BYTES``; a longer
 one is reported as ``LIMIT_EXCEEDED`` and skipped in bounded pieces, never read whole.
@@ -546,7 +547,7 @@ def _message_from_json(
         if other != key:
             first, second = sorted((other, key))
             raise _fail(path, f"both {first!r} and {second!r} given")
-        read(msg, value, _join(path, key), level, unknown)
+        read(msg, value, f"{path}.{key}" if path else key, level, unknown)  # a schema name
     if wire:
         try:
             msg.MergeFromString(wire)
@@ -601,10 +602,14 @@ def _field_from_json(
                 _submessage_from_json(target.add(), item, f"{path}[{i}]", level + 2, unknown)
             return
         bounds = _INT_RANGES.get(field.type) if field.type != FieldDescriptor.TYPE_ENUM else None
-        if bounds is not None and all(
-            type(item) is int and bounds[0] <= item <= bounds[1] for item in value
+        if (  # the usual list of think times or scores, checked at C speed
+            bounds is not None
+            and value
+            and set(map(type, value)) == {int}
+            and bounds[0] <= min(value)
+            and max(value) <= bounds[1]
         ):
-            target.extend(value)  # the usual list of think times, scores: checked at once
+            target.extend(value)
             return
         for i, item in enumerate(value):
             item_path = f"{path}[{i}]"
@@ -864,7 +869,7 @@ def read_jsonl(stream: BinaryIO) -> Iterator[JsonRecord | JsonLineError]:
             source.advance(1)
             array_line = line
             continue
-        item = _next_record(source)
+        item = _next_record(source, bool(array_line))
         damaged = isinstance(item, JsonLineError)
         need_comma = bool(array_line) and not damaged
         yield item
@@ -873,10 +878,10 @@ def read_jsonl(stream: BinaryIO) -> Iterator[JsonRecord | JsonLineError]:
         yield JsonLineError(source.line, f"{unclosed} (no closing ']')")
 
 
-def _next_record(source: _Source) -> JsonRecord | JsonLineError:
+def _next_record(source: _Source, in_array: bool) -> JsonRecord | JsonLineError:
     line = source.line
     try:
-        value = source.take_value()
+        value = source.take_object(in_array)
     except _Damage as damage:
         return JsonLineError(line, damage.message, damage.code)
     unknown: list[str] = []
@@ -888,7 +893,7 @@ def _next_record(source: _Source) -> JsonRecord | JsonLineError:
 
 
 class _Damage(Exception):
-    """Input with no record in it, already skipped by ``_Source.take_value``."""
+    """Input with no record in it, already skipped by ``_Source.take_object``."""
 
     def __init__(self, message: str, code: str = "JSON_INVALID") -> None:
         super().__init__(message)
@@ -907,6 +912,7 @@ def _after_blanks(text: str, pos: int) -> int:
     return found.end()
 
 
+_INDENT = re.compile(r"[ \t]*")
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # how surrogateescape keeps a non-UTF-8 byte
 _MAX_INDENT = 256  # deeper indentation is not looked at when skipping damage
 
@@ -925,11 +931,12 @@ class _Source:
 
     def __init__(self, stream: BinaryIO) -> None:
         self._read = stream.read
-        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        self._undecoded = b""  # the start of a character split between two reads
         self.text = ""
         self.pos = 0  # index in text of the next character to read
         self.line = 1  # line of pos, from 1
         self.column = 0  # characters between the start of that line and pos
+        self.indent: int | None = 0  # column of the line's first non-blank, once passed
         self.eof = False
         self.escaped = False  # whether any byte was not UTF-8 (then records are searched)
         self.last_length = 0  # characters of the last record, to size the next guess
@@ -941,21 +948,35 @@ class _Source:
         while len(self.text) - self.pos < want and not self.eof:
             data = self._read(max(_CHUNK, want - (len(self.text) - self.pos)))
             self.eof = not data
-            piece = self._decoder.decode(data, final=self.eof)
-            if not self.escaped and not piece.isascii() and _ESCAPED_BYTE.search(piece):
-                self.escaped = True
+            piece = self._decode(self._undecoded + data)
             self.text = self.text[self.pos :] + piece
             self.pos = 0
         return len(self.text) - self.pos
+
+    def _decode(self, data: bytes) -> str:
+        try:
+            piece, used = codecs.utf_8_decode(data, "strict", self.eof)
+        except UnicodeDecodeError:
+            piece, used = codecs.utf_8_decode(data, "surrogateescape", self.eof)
+            self.escaped = True
+        self._undecoded = data[used:]
+        return piece
 
     def advance(self, count: int) -> None:
         start, end = self.pos, self.pos + count
         newlines = self.text.count("\n", start, end)
         if newlines:
             self.line += newlines
-            self.column = end - self.text.rindex("\n", start, end) - 1
+            start = self.text.rindex("\n", start, end) + 1
+            self.column = end - start
+            self.indent = None
         else:
             self.column += count
+        if self.indent is None:
+            found = _INDENT.match(self.text, start, end)
+            assert found is not None  # the pattern matches the empty string
+            if found.end() < end:
+                self.indent = self.column - (end - found.end())
         self.pos = end
 
     def skip_blanks(self) -> bool:
@@ -988,13 +1009,18 @@ class _Source:
             self.advance(max(0, len(self.text) - self.pos - (indent + 2)))
             self.fill(len(self.text) - self.pos + _CHUNK)
 
-    def take_value(self) -> object:
-        """The JSON value at pos (a non-blank character), consumed.
+    def take_object(self, in_array: bool) -> dict[str, Any]:
+        """The JSON object at pos (a non-blank character), consumed.
 
         Raises ``_Damage`` when there is none, after skipping it: the exact stretch when its
-        end is known, else up to the next line where a record may start.
+        end is known, else up to the next line indented no deeper than the line it started
+        on, where a record may start. Outside an array, a stretch that does not even start
+        like a record is taken for the inside of a larger value (a pretty-printed match
+        whose start is missing), and reading goes on at the next line of column 0.
         """
-        indent = self.column
+        indent = self.column if self.indent is None else self.indent  # of the line
+        if not in_array and self.text[self.pos] != "{":
+            indent = 0
         try:
             value, length = self._value()
         except _Damage:
@@ -1006,8 +1032,8 @@ class _Source:
         self.advance(length)
         return value
 
-    def _value(self) -> tuple[object, int]:
-        """Decode the value at pos in windows growing from a guess; (value, characters)."""
+    def _value(self) -> tuple[dict[str, Any], int]:
+        """Decode the object at pos in windows growing from a guess; (object, characters)."""
         limit = MAX_JSON_LINE_BYTES + 1  # characters; a record this long is over the limit
         guess = max(_FIRST_GUESS, 2 * self.last_length)
         while True:
@@ -1041,6 +1067,8 @@ class _Source:
                 raise _Sized(end, _Damage(self._not_utf8(window)))
             if end > MAX_JSON_LINE_BYTES // 4 and _utf8_size(window[:end]) > MAX_JSON_LINE_BYTES:
                 raise _Sized(end, _Damage(_too_long(), "LIMIT_EXCEEDED"))
+            if not isinstance(value, dict):  # not a record: what follows is suspect too
+                raise _Damage(f"expected a match (a JSON object), found {_kind(value)}")
             self.last_length = end
             return value, end
 
