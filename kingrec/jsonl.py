@@ -559,20 +559,19 @@ def _check_depth(value: object, level: int, path: str) -> None:
     """Raise when ``value``, found at nesting ``level``, holds containers beyond the limit.
 
     Only skipped values need this: the schema bounds the nesting of everything it reads.
+    Walks one level at a time, so a flat list of a million objects stays cheap.
     """
-    stack = [(value, level)]
-    while stack:
-        node, depth = stack.pop()
-        children: Iterable[object]
-        if isinstance(node, dict):
-            children = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        if depth > MAX_JSON_DEPTH:
+    layer: list[object] = [value] if isinstance(value, dict | list) else []
+    while layer:
+        if level > MAX_JSON_DEPTH:
             raise JsonLimitError(_printable(f"{path}: {_too_deep()}"))
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+        below: list[object] = []
+        for node in layer:
+            if node:  # a container (only those are kept), and not empty
+                children = node.values() if isinstance(node, dict) else cast(list[object], node)
+                below += [c for c in children if isinstance(c, dict | list)]
+        layer = below
+        level += 1
 
 
 def _field_from_json(
@@ -936,7 +935,7 @@ class _Source:
         self.pos = 0  # index in text of the next character to read
         self.line = 1  # line of pos, from 1
         self.column = 0  # characters between the start of that line and pos
-        self.indent: int | None = 0  # column of the line's first non-blank, once passed
+        self.indent: int | None = None  # column of the line's first non-blank, once passed
         self.eof = False
         self.escaped = False  # whether any byte was not UTF-8 (then records are searched)
         self.last_length = 0  # characters of the last record, to size the next guess
@@ -1058,17 +1057,12 @@ class _Source:
                 continue
             except JsonRecordError as exc:  # valid syntax so far, yet not JSON (NaN, depth)
                 raise _Damage(str(exc), exc.code) from None
-            if end == have and not at_end and not isinstance(value, dict | list):
-                if want == limit:
-                    raise _Damage(_too_long(), "LIMIT_EXCEEDED")
-                guess = 2 * want  # a number the window may have cut
-                continue
+            if not isinstance(value, dict):  # no record (maybe a number the window cut short)
+                raise _Damage(f"expected a match (a JSON object), found {_kind(value)}")
             if self.escaped and _ESCAPED_BYTE.search(window, 0, end):
                 raise _Sized(end, _Damage(self._not_utf8(window)))
             if end > MAX_JSON_LINE_BYTES // 4 and _utf8_size(window[:end]) > MAX_JSON_LINE_BYTES:
                 raise _Sized(end, _Damage(_too_long(), "LIMIT_EXCEEDED"))
-            if not isinstance(value, dict):  # not a record: what follows is suspect too
-                raise _Damage(f"expected a match (a JSON object), found {_kind(value)}")
             self.last_length = end
             return value, end
 

@@ -9,6 +9,7 @@ import random
 from typing import Any, cast
 
 import pytest
+from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -416,6 +417,7 @@ _INT_BOUNDS = {
 }
 
 _cards = st.integers(0, 51)
+_FIRST_SECOND, _LAST_SECOND = -62135596800, 253402300799  # RFC 3339: years 1 to 9999
 _SPECIAL: dict[str, st.SearchStrategy[Any]] = {
     "kingrec.v1.Deal.hands": st.one_of(
         st.permutations(range(52)).map(bytes), st.binary(max_size=60)
@@ -425,7 +427,7 @@ _SPECIAL: dict[str, st.SearchStrategy[Any]] = {
     ),
     "kingrec.v1.Ruleset.first_declarer_card": st.one_of(_cards, st.integers(0, 2**32 - 1)),
     "google.protobuf.Timestamp.seconds": st.one_of(
-        st.integers(-62135596800, 253402300799), st.integers(-(2**63), 2**63 - 1)
+        st.integers(_FIRST_SECOND, _LAST_SECOND), st.integers(-(2**63), 2**63 - 1)
     ),
     "google.protobuf.Timestamp.nanos": st.one_of(
         st.integers(0, 999_999_999), st.integers(-(2**31), 2**31 - 1)
@@ -496,6 +498,18 @@ def _matches(draw: st.DrawFn) -> pb.Match:
 @given(_matches())
 def test_any_match_round_trips(m: pb.Match) -> None:
     _assert_lossless(m)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(_matches(), st.booleans())
+def test_any_match_reads_back_from_protobufs_standard_json(m: pb.Match, proto_names: bool) -> None:
+    m.DiscardUnknownFields()  # ProtoJSON has no place for them; "_unknown" is kingrec's own
+    ts = m.metadata.start_time
+    if not (_FIRST_SECOND <= ts.seconds <= _LAST_SECOND and 0 <= ts.nanos < 10**9):
+        m.metadata.ClearField("start_time")  # outside years 1..9999: ProtoJSON cannot write it
+    text = json_format.MessageToJson(m, preserving_proto_field_name=proto_names)
+    assert loads_match(text) == m
+    assert match_from_dict(json_format.MessageToDict(m)) == m
 
 
 @given(st.permutations(range(52)), st.lists(_cards, min_size=1, max_size=52))
