@@ -55,7 +55,7 @@ def _pick(path: str, match_id: str | None, index: int | None) -> tuple[Location,
         for item in records:
             if isinstance(item, Damage):
                 continue
-            location, match = item
+            location, match = item.location, item.match
             n += 1
             if (match_id is not None and match.match_id == match_id) or (
                 match_id is None and n == (index or 1)

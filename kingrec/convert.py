@@ -55,7 +55,7 @@ def _matches(
                 )
             continue
         summary.converted += 1
-        yield item[1]
+        yield item.match
 
 
 def _write(out: IO[bytes], matches: Iterator[pb.Match], fmt: Format) -> None:

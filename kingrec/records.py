@@ -1,9 +1,11 @@
-"""Reading record files of either kind: .krec containers and JSON Lines.
+"""Reading record files of either kind: .krec containers and JSON records.
 
 ``read_records`` sniffs the format, streams the records in constant memory, and turns
-damage (a corrupt frame, a bad JSON line) into ``Damage`` items located in the file,
-so callers report it and go on with the records after it. A file that cannot be read as
-records at all raises a ``RecordFileError`` (from ``kingrec.errors``).
+damage (a corrupt frame, a bad JSON record) into ``Damage`` items located in the file,
+so callers report it and go on with the records after it. JSON records are JSON Lines, a
+JSON array or pretty-printed matches (``kingrec.jsonl``); the format is named "jsonl"
+for all three. A file that cannot be read as records at all raises a ``RecordFileError``
+(from ``kingrec.errors``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from . import container, jsonl
 from .errors import RecordFileError, UnreadableFileError
@@ -23,6 +25,7 @@ from .v1 import record_pb2 as pb
 
 __all__ = [
     "Damage",
+    "Record",
     "RecordFile",
     "RecordFileError",
     "decode_frame",
@@ -36,8 +39,21 @@ class Damage:
     """A stretch of a file that holds no readable record."""
 
     location: Location
-    code: str  # FRAME_CORRUPT, FRAME_TRUNCATED, FRAME_UNDECODABLE or JSON_INVALID
+    code: str  # FRAME_CORRUPT, FRAME_TRUNCATED, FRAME_UNDECODABLE, JSON_INVALID, LIMIT_EXCEEDED
     message: str
+
+
+class Record(NamedTuple):
+    """A readable record: where it is, the match, and what reading it had to leave out.
+
+    ``unknown_keys`` holds the paths of the keys of a JSON record that the schema does not
+    know (``"deals[3].bonus"``): dropped from the match, worth a warning. A .krec frame keeps
+    unknown fields in the match itself, so its records have none.
+    """
+
+    location: Location
+    match: pb.Match
+    unknown_keys: tuple[str, ...] = ()
 
 
 class _CountingRaw(io.RawIOBase):
@@ -72,30 +88,32 @@ class RecordFile:
         self.size = size
         self._counter = _CountingRaw(raw, name)
         self._stream = io.BufferedReader(self._counter, buffer_size=1 << 16)
-        head = self._stream.peek(64)[:64].lstrip(b" \t\r\n").removeprefix(b"\xef\xbb\xbf")
-        # JSON Lines is recognised by its first '{'; anything else is read as a .krec file,
-        # whose reader explains what the file looks like when it is not one.
+        head = self._stream.peek(1 << 16).removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+        # JSON records start with '{' (JSON Lines, pretty-printed matches) or '[' (an array);
+        # anything else is read as a .krec file, whose reader explains what the file looks
+        # like when it is not one. Only a blank file is told by its name.
         json_name = name.endswith((".jsonl", ".json", ".ndjson"))
-        self.format = "jsonl" if head[:1] == b"{" or (json_name and not head) else "krec"
+        json_start = head[:1] in (b"{", b"[")
+        self.format = "jsonl" if json_start or (json_name and not head) else "krec"
 
     @property
     def bytes_read(self) -> int:
         return self._counter.count
 
-    def __iter__(self) -> Iterator[tuple[Location, pb.Match] | Damage]:
+    def __iter__(self) -> Iterator[Record | Damage]:
         if self.format == "krec":
             yield from self._krec()
         else:
             yield from self._jsonl()
 
-    def _krec(self) -> Iterator[tuple[Location, pb.Match] | Damage]:
+    def _krec(self) -> Iterator[Record | Damage]:
         for item in self.raw_frames():
             if isinstance(item, Damage):
                 yield item
                 continue
             location, payload = item
             decoded = decode_frame(location, payload)
-            yield decoded if isinstance(decoded, Damage) else (location, decoded)
+            yield decoded if isinstance(decoded, Damage) else Record(location, decoded)
 
     def raw_frames(self) -> Iterator[tuple[Location, bytes] | Damage]:
         """The frames of a .krec file as undecoded payloads, with damage in between.
@@ -136,14 +154,13 @@ class RecordFile:
         if items:
             yield items
 
-    def _jsonl(self) -> Iterator[tuple[Location, pb.Match] | Damage]:
-        text = io.TextIOWrapper(self._stream, encoding="utf-8", errors="replace", newline=None)
-        for item in jsonl.read_jsonl(text):
+    def _jsonl(self) -> Iterator[Record | Damage]:
+        for item in jsonl.read_jsonl(self._stream):
+            location = Location(self.name, line=item.line)
             if isinstance(item, jsonl.JsonLineError):
-                yield Damage(Location(self.name, line=item.line), "JSON_INVALID", item.message)
+                yield Damage(location, item.code, item.message)  # JSON_INVALID, LIMIT_EXCEEDED
             else:
-                line, match = item
-                yield Location(self.name, line=line), match
+                yield Record(location, item.match, item.unknown_keys)
 
 
 def decode_frame(location: Location, payload: bytes) -> pb.Match | Damage:
@@ -170,7 +187,7 @@ def open_records(path: str) -> Iterator[RecordFile]:
         yield RecordFile(path, f, os.fstat(f.fileno()).st_size)
 
 
-def read_records(path: str) -> Iterator[tuple[Location, pb.Match] | Damage]:
+def read_records(path: str) -> Iterator[Record | Damage]:
     """Every record of a file, in order, with damage in between where there is some."""
     with open_records(path) as records:
         yield from records

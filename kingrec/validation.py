@@ -32,8 +32,7 @@ def validate_records(
         if isinstance(item, Damage):
             yield item
         else:
-            location, match = item
-            yield validate_match(match, location, engine)
+            yield validate_match(item.match, item.location, engine)
 
 
 def validate_file(

@@ -411,7 +411,7 @@ def _manifest() -> list[dict[str, Any]]:
 
 def _reference_items(records: RecordFile) -> Iterator[MatchReport | Damage]:
     for item in records:
-        yield item if isinstance(item, Damage) else validate_match(item[1], item[0])
+        yield item if isinstance(item, Damage) else validate_match(item.match, item.location)
 
 
 def _both_ways(path: str) -> tuple[list[Any], list[Any]]:

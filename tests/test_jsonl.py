@@ -9,6 +9,7 @@ import random
 from typing import Any, cast
 
 import pytest
+from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -16,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kingrec.boundary import ruleset_to_proto
+from kingrec.errors import JsonRecordError
 from kingrec.jsonl import (
     JsonLineError,
-    JsonRecordError,
+    JsonRecord,
     dumps_match,
     loads_match,
     match_from_dict,
@@ -318,7 +320,7 @@ def _hands_json() -> list[list[str]]:
             "deals[0]: both 'hands' and 'hands_raw' given",
         ),
         ({"deals": [{"plays_raw": "zz"}]}, "deals[0].plays_raw: not a hex string"),
-        ({"deals": [{"plays": "2C"}]}, "deals[0].plays: expected a list of card names"),
+        ({"deals": [{"plays": "2C 3C"}]}, "deals[0].plays: expected a list of card names"),
         ({"deals": [{"number": "1"}]}, "deals[0].number: expected an integer, got a string"),
         ({"deals": [{"number": 1.0}]}, "deals[0].number: expected an integer, got a number"),
         ({"deals": [{"number": True}]}, "deals[0].number: expected an integer, got a boolean"),
@@ -350,8 +352,15 @@ def test_bad_json_names_the_path(d: Any, message: str) -> None:
 def test_loads_reports_invalid_json() -> None:
     with pytest.raises(JsonRecordError, match="invalid JSON"):
         loads_match('{"deals": [')
-    with pytest.raises(JsonRecordError, match="invalid JSON"):
+    with pytest.raises(JsonRecordError, match="nested deeper than 32 levels"):
         loads_match("[" * 100_000)
+
+
+def test_json_record_error_is_the_one_of_kingrec_errors() -> None:
+    from kingrec import jsonl
+
+    assert jsonl.JsonRecordError is JsonRecordError
+    assert JsonRecordError("x").code == "JSON_INVALID"
 
 
 def test_read_jsonl_continues_past_bad_lines() -> None:
@@ -369,19 +378,24 @@ def test_read_jsonl_continues_past_bad_lines() -> None:
         )
         + "\n"
     )
-    items = list(read_jsonl(io.StringIO(text)))
-    assert items[0] == (1, good[0])
+    items = list(read_jsonl(io.BytesIO(text.encode("utf-8"))))
+    assert items[0] == JsonRecord(1, good[0], ())
     assert isinstance(items[1], JsonLineError) and items[1].line == 3
     assert str(items[1]).startswith("line 3: invalid JSON")
     assert isinstance(items[2], JsonLineError) and items[2].line == 4
     assert str(items[2]).startswith("line 4: deals[0].plays[0]: 'ZZ' is not a card")
-    assert items[3] == (6, good[1])
+    assert items[3] == JsonRecord(6, good[1], ())
     assert len(items) == 4
 
 
 def test_line_error_pickles() -> None:
-    err = pickle.loads(pickle.dumps(JsonLineError(7, "bad")))
-    assert (err.line, err.message, str(err)) == (7, "bad", "line 7: bad")
+    err = pickle.loads(pickle.dumps(JsonLineError(7, "bad", "LIMIT_EXCEEDED")))
+    assert (err.line, err.message, str(err), err.code) == (
+        7,
+        "bad",
+        "line 7: bad",
+        "LIMIT_EXCEEDED",
+    )
 
 
 def test_write_jsonl_then_read_jsonl_gives_back_the_matches() -> None:
@@ -389,8 +403,8 @@ def test_write_jsonl_then_read_jsonl_gives_back_the_matches() -> None:
     stream = io.StringIO()
     assert write_jsonl(stream, matches) == 3
     assert stream.getvalue().count("\n") == 3
-    stream.seek(0)
-    assert list(read_jsonl(stream)) == list(enumerate(matches, start=1))
+    lines = io.BytesIO(stream.getvalue().encode("utf-8"))
+    assert list(read_jsonl(lines)) == [JsonRecord(n, m, ()) for n, m in enumerate(matches, 1)]
 
 
 # -- property: any message the schema can hold, damaged or not, round-trips ----------
@@ -404,6 +418,7 @@ _INT_BOUNDS = {
 }
 
 _cards = st.integers(0, 51)
+_FIRST_SECOND, _LAST_SECOND = -62135596800, 253402300799  # RFC 3339: years 1 to 9999
 _SPECIAL: dict[str, st.SearchStrategy[Any]] = {
     "kingrec.v1.Deal.hands": st.one_of(
         st.permutations(range(52)).map(bytes), st.binary(max_size=60)
@@ -413,7 +428,7 @@ _SPECIAL: dict[str, st.SearchStrategy[Any]] = {
     ),
     "kingrec.v1.Ruleset.first_declarer_card": st.one_of(_cards, st.integers(0, 2**32 - 1)),
     "google.protobuf.Timestamp.seconds": st.one_of(
-        st.integers(-62135596800, 253402300799), st.integers(-(2**63), 2**63 - 1)
+        st.integers(_FIRST_SECOND, _LAST_SECOND), st.integers(-(2**63), 2**63 - 1)
     ),
     "google.protobuf.Timestamp.nanos": st.one_of(
         st.integers(0, 999_999_999), st.integers(-(2**31), 2**31 - 1)
@@ -484,6 +499,18 @@ def _matches(draw: st.DrawFn) -> pb.Match:
 @given(_matches())
 def test_any_match_round_trips(m: pb.Match) -> None:
     _assert_lossless(m)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(_matches(), st.booleans())
+def test_any_match_reads_back_from_protobufs_standard_json(m: pb.Match, proto_names: bool) -> None:
+    m.DiscardUnknownFields()  # ProtoJSON has no place for them; "_unknown" is kingrec's own
+    ts = m.metadata.start_time
+    if not (_FIRST_SECOND <= ts.seconds <= _LAST_SECOND and 0 <= ts.nanos < 10**9):
+        m.metadata.ClearField("start_time")  # outside years 1..9999: ProtoJSON cannot write it
+    text = json_format.MessageToJson(m, preserving_proto_field_name=proto_names)
+    assert loads_match(text) == m
+    assert match_from_dict(json_format.MessageToDict(m)) == m
 
 
 @given(st.permutations(range(52)), st.lists(_cards, min_size=1, max_size=52))

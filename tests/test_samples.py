@@ -68,13 +68,15 @@ def test_both_twins_give_the_manifest_codes(sample: dict[str, Any], twin: Module
     found: set[str] = set()
     for item in read_records(str(SAMPLES / sample["file"])):
         assert not isinstance(item, Damage)
-        location, match = item
+        location, match = item.location, item.match
         found |= {f.code for f in validate_match(match, location, engine=twin).findings}
     assert sorted(found) == sample["codes"]
 
 
 def test_illegal_play_finding_names_its_place_and_the_legal_cards() -> None:
-    ((location, match),) = list(read_records(str(SAMPLES / "invalid" / "must-ruff.krec")))  # type: ignore[misc]
+    (record,) = list(read_records(str(SAMPLES / "invalid" / "must-ruff.krec")))
+    assert not isinstance(record, Damage)
+    location, match = record.location, record.match
     (finding,) = validate_match(match, location).findings
     assert finding.code == "MUST_RUFF"
     assert location.frame == 0 and location.offset == 12

@@ -17,7 +17,7 @@ SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 def _first(name: str) -> pb.Match:
     item = next(iter(read_records(str(SAMPLES / name))))
     assert not isinstance(item, Damage)
-    return item[1]
+    return item.match
 
 
 def _codes(match: pb.Match, twin: ModuleType) -> list[str]:
