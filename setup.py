@@ -6,7 +6,7 @@ from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 # MSVC spells its optimisation flag differently; everywhere else -O2.
-_OPT = ["/O2"] if sys.platform == "win32" else ["-O2"]
+_OPT = ["/O2"] if sys.platform == "win32" else ["-O3"]
 # The simulator twin must round floats exactly as Python does: no fused a*b+c.
 _EXACT_FLOATS = [] if sys.platform == "win32" else ["-ffp-contract=off"]
 

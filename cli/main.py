@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -11,16 +12,33 @@ import click
 
 from kingrec import __version__
 
-from .convert import convert
 from .errors import EXIT_INTERNAL
-from .show import show
-from .simulate import simulate
-from .validate import validate
 
 __all__ = ["main", "run"]
 
+# Each command lives in its own module, imported only when it runs (or help lists it), so a
+# command pays the start-up time of what it uses and no more.
+COMMANDS = {
+    "validate": "kingrec_cli.validate",
+    "show": "kingrec_cli.show",
+    "convert": "kingrec_cli.convert",
+    "simulate": "kingrec_cli.simulate",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), *COMMANDS]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS:
+            command = getattr(importlib.import_module(COMMANDS[cmd_name]), cmd_name)
+            assert isinstance(command, click.Command)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kingrec")
 def main() -> None:
     """Records, validation and replays for King (Rıfkı), the Turkish trick-taking game.
@@ -28,12 +46,6 @@ def main() -> None:
     Records are .krec files (many matches, checksummed frames) or JSON Lines (one match
     per line). Every record carries the ruleset it was played under and is judged by it.
     """
-
-
-main.add_command(validate)
-main.add_command(show)
-main.add_command(convert)
-main.add_command(simulate)
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from kingrec.findings import MatchReport, Severity
+from kingrec.findings import CleanMatches, MatchReport, Severity
 from kingrec.records import Damage, RecordFile, open_records
 from kingrec.validation import validate_records
 
@@ -34,11 +34,13 @@ class Tally:
         return dict(self.__dict__)
 
 
-def _reports(records: RecordFile, progress: Progress | None) -> Iterator[MatchReport | Damage]:
+def _reports(
+    records: RecordFile, progress: Progress | None, show_all: bool
+) -> Iterator[MatchReport | Damage | CleanMatches]:
     task = None
     if progress is not None:
         task = progress.add_task(records.name, total=records.size)
-    for item in validate_records(records):
+    for item in validate_records(records, count_clean=not show_all):
         yield item
         if progress is not None and task is not None:
             progress.update(task, completed=records.bytes_read)
@@ -90,7 +92,7 @@ def validate(files: tuple[str, ...], as_json: bool, show_all: bool, progress: bo
             try:
                 with user_errors(), open_records(path) as records:
                     tally.files += 1
-                    for item in _reports(records, bar if show_progress else None):
+                    for item in _reports(records, bar if show_progress else None, show_all):
                         _emit(item, tally, console, out, as_json=as_json, show_all=show_all)
             except Failed as exc:
                 tally.unreadable += 1
@@ -109,7 +111,7 @@ def validate(files: tuple[str, ...], as_json: bool, show_all: bool, progress: bo
 
 
 def _emit(
-    item: MatchReport | Damage,
+    item: MatchReport | Damage | CleanMatches,
     tally: Tally,
     console: Console,
     out: TextIO,
@@ -117,6 +119,10 @@ def _emit(
     as_json: bool,
     show_all: bool,
 ) -> None:
+    if isinstance(item, CleanMatches):
+        tally.matches += item.count
+        tally.deals += item.deals
+        return
     if isinstance(item, Damage):
         tally.damaged += 1
         if as_json:

@@ -18,6 +18,10 @@ from libc.string cimport memcmp
 
 from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, Tally, uchar
+from kingrec._wire cimport (
+    I32_MAX, U32_MAX, WT_LEN, WT_VARINT, enum32, length_delimited, packed_sint32, skip_field,
+    string_field, tag, u32, utf8_ok, varint, varint_long, walk_strings,
+)
 
 __all__ = ["MatchChecker"]
 
@@ -30,166 +34,7 @@ cdef enum:
 LIMITS = {"MAX_STRING_BYTES": MAX_STRING_BYTES, "MAX_TAGS": MAX_TAGS, "MAX_PLAYS": MAX_PLAYS}
 
 
-# ---------------------------------------------------------------------------- wire format
-# Just enough of the protobuf wire format for kingrec.v1.Match. Every helper returns False
-# for "not certainly clean": malformed bytes, wire types we do not expect, values too big
-# for their field (the Python parser would truncate them), groups.
-
-cdef enum:
-    WT_VARINT = 0
-    WT_I64 = 1
-    WT_LEN = 2
-    WT_I32 = 5
-    U32_MAX = 0xFFFFFFFF
-    I32_MAX = 0x7FFFFFFF
-
-
-cdef bint _varint_long(const uchar** pp, const uchar* end, uint64_t* out) noexcept nogil:
-    cdef const uchar* p = pp[0]
-    cdef uint64_t v = 0
-    cdef int shift = 0
-    cdef uchar b
-    while True:
-        if p >= end or shift > 63:
-            return False  # runs past the end, or past ten bytes
-        b = p[0]
-        p += 1
-        v |= <uint64_t>(b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-    pp[0] = p
-    out[0] = v
-    return True
-
-
-cdef inline bint _varint(const uchar** pp, const uchar* end, uint64_t* out) noexcept nogil:
-    # In line for the one-byte varints most tags and values are.
-    if pp[0] < end and pp[0][0] < 0x80:
-        out[0] = pp[0][0]
-        pp[0] += 1
-        return True
-    return _varint_long(pp, end, out)
-
-
-cdef inline bint _tag(const uchar** pp, const uchar* end, uint64_t* field,
-                      int* wt) noexcept nogil:
-    cdef uint64_t tag
-    if not _varint(pp, end, &tag) or tag > U32_MAX or tag >> 3 == 0:
-        return False
-    field[0] = tag >> 3
-    wt[0] = <int>(tag & 7)
-    return True
-
-
-cdef inline bint _len(const uchar** pp, const uchar* end, const uchar** start,
-                      Py_ssize_t* size) noexcept nogil:
-    """Read a length-delimited value: its start and size; the cursor moves past it."""
-    cdef uint64_t n
-    if not _varint(pp, end, &n) or n > <uint64_t>(end - pp[0]):
-        return False
-    start[0] = pp[0]
-    size[0] = <Py_ssize_t>n
-    pp[0] += n
-    return True
-
-
-cdef inline bint _skip(const uchar** pp, const uchar* end, int wt) noexcept nogil:
-    """Skip an unknown field (from a newer writer) by its wire type; groups are refused."""
-    cdef uint64_t v
-    cdef const uchar* s
-    cdef Py_ssize_t n
-    if wt == WT_VARINT:
-        return _varint(pp, end, &v)
-    if wt == WT_LEN:
-        return _len(pp, end, &s, &n)
-    if wt == WT_I64:
-        if end - pp[0] < 8:
-            return False
-        pp[0] += 8
-        return True
-    if wt == WT_I32:
-        if end - pp[0] < 4:
-            return False
-        pp[0] += 4
-        return True
-    return False
-
-
-cdef inline bint _u32(const uchar** pp, const uchar* end, int wt, uint64_t* out) noexcept nogil:
-    return wt == WT_VARINT and _varint(pp, end, out) and out[0] <= U32_MAX
-
-
-cdef inline bint _enum(const uchar** pp, const uchar* end, int wt, uint64_t* out) noexcept nogil:
-    return wt == WT_VARINT and _varint(pp, end, out) and out[0] <= I32_MAX
-
-
-cdef bint _utf8(const uchar* s, Py_ssize_t n) noexcept nogil:
-    """Strict UTF-8, as the protobuf parser demands of string fields."""
-    cdef Py_ssize_t i = 0
-    cdef uchar c, c1
-    while i < n:
-        c = s[i]
-        if c < 0x80:
-            i += 1
-            continue
-        if c < 0xC2 or c > 0xF4:
-            return False
-        if c < 0xE0:
-            if i + 1 >= n or s[i + 1] & 0xC0 != 0x80:
-                return False
-            i += 2
-            continue
-        if i + 2 >= n:
-            return False
-        c1 = s[i + 1]
-        if c1 & 0xC0 != 0x80 or s[i + 2] & 0xC0 != 0x80:
-            return False
-        if c < 0xF0:
-            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 >= 0xA0):
-                return False  # overlong form or surrogate
-            i += 3
-            continue
-        if i + 3 >= n or s[i + 3] & 0xC0 != 0x80:
-            return False
-        if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 >= 0x90):
-            return False  # overlong form or beyond U+10FFFF
-        i += 4
-    return True
-
-
-cdef inline bint _string(const uchar** pp, const uchar* end, int wt) noexcept nogil:
-    cdef const uchar* s
-    cdef Py_ssize_t n
-    return wt == WT_LEN and _len(pp, end, &s, &n) and n <= MAX_STRING_BYTES and _utf8(s, n)
-
-
-cdef bint _walk_strings(const uchar* p, const uchar* end, uint64_t string_fields,
-                        uint64_t varint_fields, uint64_t* seat) noexcept nogil:
-    """Walk a message of strings and varints (Timestamp, map entry, Player) for parseability.
-
-    Fields in the ``string_fields`` / ``varint_fields`` bit sets (bit = field number < 64)
-    must have those types; ``seat`` receives field 3 of a Player (uint32) when not NULL.
-    """
-    cdef uint64_t field, v
-    cdef int wt
-    while p < end:
-        if not _tag(&p, end, &field, &wt):
-            return False
-        if field < 64 and string_fields >> field & 1:
-            if not _string(&p, end, wt):
-                return False
-        elif field < 64 and varint_fields >> field & 1:
-            if wt != WT_VARINT or not _varint(&p, end, &v):
-                return False
-            if seat != NULL and field == 3:
-                if v > U32_MAX:
-                    return False
-                seat[0] = v
-        elif not _skip(&p, end, wt):
-            return False
-    return True
-
+# ---------------------------------------------------------------------------- the match
 
 cdef bint _walk_metadata(const uchar* p, const uchar* end) noexcept nogil:
     """MatchMetadata: strings 1 2 4 5, Timestamp 3, map<string,string> 6, enum 7."""
@@ -198,41 +43,27 @@ cdef bint _walk_metadata(const uchar* p, const uchar* end) noexcept nogil:
     cdef const uchar* s
     cdef Py_ssize_t n
     while p < end:
-        if not _tag(&p, end, &field, &wt):
+        if not tag(&p, end, &field, &wt):
             return False
         if field == 1 or field == 2 or field == 4 or field == 5:
-            if not _string(&p, end, wt):
+            if not string_field(&p, end, wt, MAX_STRING_BYTES):
                 return False
         elif field == 3:  # Timestamp: int64 seconds = 1, int32 nanos = 2
-            if wt != WT_LEN or not _len(&p, end, &s, &n):
+            if wt != WT_LEN or not length_delimited(&p, end, &s, &n):
                 return False
-            if not _walk_strings(s, s + n, 0, (1 << 1) | (1 << 2), NULL):
+            if not walk_strings(s, s + n, 0, (1 << 1) | (1 << 2), NULL, MAX_STRING_BYTES):
                 return False
         elif field == 6:  # map entry: string key = 1, string value = 2
             tags += 1
-            if wt != WT_LEN or tags > MAX_TAGS or not _len(&p, end, &s, &n):
+            if wt != WT_LEN or tags > MAX_TAGS or not length_delimited(&p, end, &s, &n):
                 return False
-            if not _walk_strings(s, s + n, (1 << 1) | (1 << 2), 0, NULL):
+            if not walk_strings(s, s + n, (1 << 1) | (1 << 2), 0, NULL, MAX_STRING_BYTES):
                 return False
         elif field == 7:
-            if wt != WT_VARINT or not _varint(&p, end, &v):
+            if wt != WT_VARINT or not varint(&p, end, &v):
                 return False
-        elif not _skip(&p, end, wt):
+        elif not skip_field(&p, end, wt):
             return False
-    return True
-
-
-cdef bint _packed_sint32(const uchar* p, const uchar* end, int64_t* out,
-                         int* count) noexcept nogil:
-    """Decode a packed sint32 field into ``out`` (room for 4); more than 4 values fail."""
-    cdef uint64_t v
-    cdef int n = 0
-    while p < end:
-        if not _varint(&p, end, &v) or v > U32_MAX or n == 4:
-            return False
-        out[n] = <int64_t>(v >> 1) ^ -<int64_t>(v & 1)
-        n += 1
-    count[0] = n
     return True
 
 
@@ -279,50 +110,51 @@ cdef bint _scan_top(const uchar* p, const uchar* end, MatchTop* top) noexcept no
     cdef const uchar* s
     cdef Py_ssize_t n
     while p < end:
-        if not _tag(&p, end, &field, &wt):
+        if not tag(&p, end, &field, &wt):
             return False
         if field == 8:
-            if wt != WT_LEN or not _len(&p, end, &s, &n):
+            if wt != WT_LEN or not length_delimited(&p, end, &s, &n):
                 return False
             top.deals += 1
         elif field == 1:
-            if not _u32(&p, end, wt, &top.format_version):
+            if not u32(&p, end, wt, &top.format_version):
                 return False
         elif field == 2:
-            if wt != WT_LEN or not _len(&p, end, &top.match_id, &top.match_id_len):
+            if wt != WT_LEN or not length_delimited(&p, end, &top.match_id, &top.match_id_len):
                 return False
-            if top.match_id_len > MAX_STRING_BYTES or not _utf8(top.match_id, top.match_id_len):
+            if top.match_id_len > MAX_STRING_BYTES or not utf8_ok(top.match_id, top.match_id_len):
                 return False
         elif field == 3:
-            if wt != WT_LEN or not _len(&p, end, &s, &n) or not _walk_metadata(s, s + n):
+            if wt != WT_LEN or not length_delimited(&p, end, &s, &n) or not _walk_metadata(s, s + n):
                 return False
         elif field == 4:  # Player: strings id 1, name 2, seat_name 4; uint32 seat 3
             seat = 0
-            if wt != WT_LEN or not _len(&p, end, &s, &n):
+            if wt != WT_LEN or not length_delimited(&p, end, &s, &n):
                 return False
-            if not _walk_strings(s, s + n, (1 << 1) | (1 << 2) | (1 << 4), 1 << 3, &seat):
+            if not walk_strings(s, s + n, (1 << 1) | (1 << 2) | (1 << 4), 1 << 3, &seat,
+                                MAX_STRING_BYTES):
                 return False
             if seat > 3 or top.seats >> seat & 1:
                 return False
             top.seats |= 1 << seat
             top.players += 1
         elif field == 5:
-            if wt != WT_LEN or not _len(&p, end, &top.ruleset, &top.ruleset_len):
+            if wt != WT_LEN or not length_delimited(&p, end, &top.ruleset, &top.ruleset_len):
                 return False
             top.rulesets += 1
         elif field == 6:
-            if not _enum(&p, end, wt, &top.status):
+            if not enum32(&p, end, wt, &top.status):
                 return False
         elif field == 7:
-            if not _string(&p, end, wt):
+            if not string_field(&p, end, wt, MAX_STRING_BYTES):
                 return False
         elif field == 9:
-            if wt != WT_LEN or not _len(&p, end, &s, &n):
+            if wt != WT_LEN or not length_delimited(&p, end, &s, &n):
                 return False  # unpacked repeated values: left to the reference
             top.claimed_chunks += 1
-            if not _packed_sint32(s, s + n, top.claimed, &top.nclaimed):
+            if not packed_sint32(s, s + n, top.claimed, &top.nclaimed):
                 return False
-        elif not _skip(&p, end, wt):
+        elif not skip_field(&p, end, wt):
             return False
     return True
 
@@ -360,52 +192,52 @@ cdef bint _parse_deal(const uchar* p, const uchar* end, DealMsg* d) noexcept nog
     d.hands = d.plays = d.think = d.autos = d.scores = NULL
     d.nhands = d.nplays = d.think_len = d.autos_len = d.scores_len = 0
     while p < end:
-        if not _tag(&p, end, &field, &wt):
+        if not tag(&p, end, &field, &wt):
             return False
         if field == 7:
-            if wt != WT_LEN or not _len(&p, end, &d.plays, &d.nplays):
+            if wt != WT_LEN or not length_delimited(&p, end, &d.plays, &d.nplays):
                 return False
         elif field == 6:
-            if wt != WT_LEN or not _len(&p, end, &d.hands, &d.nhands):
+            if wt != WT_LEN or not length_delimited(&p, end, &d.hands, &d.nhands):
                 return False
         # Packed repeated fields seen more than once are left to the reference.
         elif field == 8:
-            if wt != WT_LEN or d.think != NULL or not _len(&p, end, &d.think, &d.think_len):
+            if wt != WT_LEN or d.think != NULL or not length_delimited(&p, end, &d.think, &d.think_len):
                 return False
         elif field == 9:
-            if wt != WT_LEN or d.autos != NULL or not _len(&p, end, &d.autos, &d.autos_len):
+            if wt != WT_LEN or d.autos != NULL or not length_delimited(&p, end, &d.autos, &d.autos_len):
                 return False
         elif field == 12:
-            if wt != WT_LEN or d.scores != NULL or not _len(&p, end, &d.scores, &d.scores_len):
+            if wt != WT_LEN or d.scores != NULL or not length_delimited(&p, end, &d.scores, &d.scores_len):
                 return False
         elif field == 1:
-            if not _u32(&p, end, wt, &d.number):
+            if not u32(&p, end, wt, &d.number):
                 return False
         elif field == 2:
-            if not _u32(&p, end, wt, &d.dealer):
+            if not u32(&p, end, wt, &d.dealer):
                 return False
             d.has_dealer = True
         elif field == 3:
-            if not _u32(&p, end, wt, &d.declarer):
+            if not u32(&p, end, wt, &d.declarer):
                 return False
         elif field == 4:
-            if not _enum(&p, end, wt, &d.contract):
+            if not enum32(&p, end, wt, &d.contract):
                 return False
         elif field == 5:
-            if not _enum(&p, end, wt, &d.trump):
+            if not enum32(&p, end, wt, &d.trump):
                 return False
         elif field == 10:
-            if not _u32(&p, end, wt, &d.revoke_play):
+            if not u32(&p, end, wt, &d.revoke_play):
                 return False
             d.has_revoke = True
         elif field == 11:
-            if not _enum(&p, end, wt, &d.end):
+            if not enum32(&p, end, wt, &d.end):
                 return False
         elif field == 13:
-            if not _u32(&p, end, wt, &d.trump_think):
+            if not u32(&p, end, wt, &d.trump_think):
                 return False
             d.has_trump_think = True
-        elif not _skip(&p, end, wt):
+        elif not skip_field(&p, end, wt):
             return False
     return True
 
@@ -419,7 +251,7 @@ cdef bint _check_metadata(const DealMsg* d, const CoreRules* r) noexcept nogil:
     if d.autos != NULL:
         q = d.autos
         while q < d.autos + d.autos_len:
-            if not _varint(&q, d.autos + d.autos_len, &v) or v >= <uint64_t>d.nplays:
+            if not varint(&q, d.autos + d.autos_len, &v) or v >= <uint64_t>d.nplays:
                 return False
             nauto += 1
             if nauto > MAX_PLAYS:
@@ -436,7 +268,7 @@ cdef bint _check_metadata(const DealMsg* d, const CoreRules* r) noexcept nogil:
             elif q + 1 < d.think + d.think_len and q[1] < 0x80:
                 v = (q[0] & 0x7F) | (<uint64_t>q[1] << 7)
                 q += 2
-            elif not _varint_long(&q, d.think + d.think_len, &v):
+            elif not varint_long(&q, d.think + d.think_len, &v):
                 return False
             if v > U32_MAX or nthink >= 52:
                 return False
@@ -516,7 +348,7 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     if not _check_metadata(&d, r):
         return False
     if d.scores != NULL:
-        if not _packed_sint32(d.scores, d.scores + d.scores_len, claimed, &nscores):
+        if not packed_sint32(d.scores, d.scores + d.scores_len, claimed, &nscores):
             return False
         if nscores != 0 and nscores != 4:
             return False
@@ -561,13 +393,13 @@ cdef bint _check_deals(const uchar* p, const uchar* end, const CoreRules* r,
     m.first = -1
     while p < end:
         # The first pass checked the structure; these checks only keep the C compiler sure.
-        if not _tag(&p, end, &field, &wt):
+        if not tag(&p, end, &field, &wt):
             return False
         if field != 8:
-            if not _skip(&p, end, wt):
+            if not skip_field(&p, end, wt):
                 return False
             continue
-        if not _len(&p, end, &s, &n):
+        if not length_delimited(&p, end, &s, &n):
             return False
         number += 1
         if not _check_deal(s, s + n, r, &m, number, number == top.deals, complete):
@@ -628,33 +460,39 @@ cdef class MatchChecker:
         self.last = rules
         return rules
 
-    cdef object _check(self, object payload):
-        """(deals, match_id bytes) when certainly clean, else None."""
-        cdef Py_ssize_t size
-        cdef const uchar* p
-        cdef MatchTop top
+    cdef Py_ssize_t _clean_deals(self, bytes payload, MatchTop* top) except -2:
+        """The deals of a certainly clean match (``top`` then holds its id), else -1."""
+        cdef const uchar* p = <const uchar*>PyBytes_AS_STRING(payload)
+        cdef Py_ssize_t size = PyBytes_GET_SIZE(payload)
         cdef _Rules rules
-        if not PyBytes_CheckExact(payload):
-            payload = bytes(payload)
-        p = <const uchar*>PyBytes_AS_STRING(payload)
-        size = PyBytes_GET_SIZE(payload)
         top.format_version = top.status = 0
         top.match_id = top.ruleset = NULL
         top.match_id_len = top.ruleset_len = top.deals = 0
         top.rulesets = top.seats = top.players = top.nclaimed = top.claimed_chunks = 0
-        if not _scan_top(p, p + size, &top):
-            return None
+        if not _scan_top(p, p + size, top):
+            return -1
         if (top.format_version != 1 or top.status == 0 or top.players != 4
                 or top.seats != 15 or top.rulesets > 1 or top.claimed_chunks > 1):
-            return None
+            return -1
         rules = self._rules(top.ruleset, top.ruleset_len)
         if rules is None:
-            return None
+            return -1
         if top.deals > rules.r.deal_count or (top.status == 1 and top.deals < rules.r.deal_count):
+            return -1
+        if not _check_deals(p, p + size, &rules.r, top):
+            return -1
+        return top.deals
+
+    cdef object _check(self, object payload):
+        """(deals, match_id bytes) when certainly clean, else None."""
+        cdef MatchTop top
+        cdef Py_ssize_t deals
+        if not PyBytes_CheckExact(payload):
+            payload = bytes(payload)
+        deals = self._clean_deals(payload, &top)
+        if deals < 0:
             return None
-        if not _check_deals(p, p + size, &rules.r, &top):
-            return None
-        return top.deals, PyBytes_FromStringAndSize(<const char*>top.match_id, top.match_id_len)
+        return deals, PyBytes_FromStringAndSize(<const char*>top.match_id, top.match_id_len)
 
     def check(self, payload):
         """``(deals, match_id_bytes)`` if the match is certainly clean, else None."""
@@ -663,3 +501,21 @@ cdef class MatchChecker:
     def check_batch(self, payloads):
         """``check`` for each payload of a list, in one call."""
         return [self._check(payload) for payload in payloads]
+
+    def check_run(self, list payloads):
+        """``(clean, deals, dirty)`` for a list of payloads: how many are certainly clean and
+        the deals they hold, and the indices of the others (for the reference validator).
+        Nothing is made per clean match: the fast way through a file when only the records
+        with something to report are wanted one by one."""
+        cdef Py_ssize_t i, n = len(payloads), clean = 0, deals = 0, found
+        cdef list dirty = []
+        cdef MatchTop top
+        for i in range(n):
+            payload = payloads[i]
+            found = self._clean_deals(payload, &top) if PyBytes_CheckExact(payload) else -1
+            if found < 0:
+                dirty.append(i)
+            else:
+                clean += 1
+                deals += found
+        return clean, deals, dirty

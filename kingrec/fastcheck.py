@@ -15,12 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
+from types import ModuleType
 from typing import Protocol, cast
 
 from . import _twins
 from .boundary import ruleset_from_proto
-from .findings import Location, MatchReport
-from .limits import MAX_FIXED_ORDER, MAX_STRING_BYTES
+from .container import FrameRun
+from .findings import CleanMatches, Location, MatchReport, limit_report
+from .limits import MAX_FIXED_ORDER, MAX_STRING_BYTES, scan_match_limits, wire_match_id
 from .records import Damage, decode_frame
 from .v1 import record_pb2 as pb
 from .validator import validate_match
@@ -31,8 +33,10 @@ __all__ = [
     "check_payload",
     "check_payloads",
     "checker_of",
+    "judge_payload",
     "validate_frames",
     "validate_payload",
+    "validate_runs",
 ]
 
 BATCH = 256  # records per call into the compiled checker
@@ -45,6 +49,8 @@ class _Checker(Protocol):
     def check(self, payload: bytes, /) -> _Verdict: ...
 
     def check_batch(self, payloads: Sequence[bytes], /) -> list[_Verdict]: ...
+
+    def check_run(self, payloads: list[bytes], /) -> tuple[int, int, list[int]]: ...
 
 
 _RULESET_SETS = ("fixed_order", "heart_lead_ban", "withholding", "void_discard", "early_end")
@@ -106,25 +112,37 @@ def check_payloads(payloads: Sequence[bytes]) -> list[bool]:
     return [v is not None for v in _checker.check_batch(payloads)]
 
 
-def validate_payload(payload: bytes, location: Location | None = None) -> MatchReport:
-    """``validate_match`` of a serialized Match, skipping the decoding when it is clean.
+def validate_payload(payload: bytes, location: Location | None = None) -> MatchReport | Damage:
+    """The report of a serialized Match, skipping the decoding when it is clean.
 
-    Raises ``google.protobuf.message.DecodeError`` when the bytes are not a Match, as
-    ``pb.Match.FromString`` does.
+    FRAME_UNDECODABLE damage when the bytes are not a Match, a LIMIT_EXCEEDED report when
+    it is over a bound of ``kingrec.limits``.
     """
+    location = location or Location()
     verdict = _checker.check(payload) if _checker is not None else None
-    return _report(payload, verdict, location or Location())
+    if verdict is not None:
+        return _clean_report(verdict, location)
+    return judge_payload(payload, location)
+
+
+def judge_payload(
+    payload: bytes, location: Location, engine: ModuleType | None = None
+) -> MatchReport | Damage:
+    """The reference's verdict on one serialized Match: a LIMIT_EXCEEDED report when it is
+    over a bound (found before anything is decoded), FRAME_UNDECODABLE damage when it is no
+    Match, else ``validate_match``'s report."""
+    problem = scan_match_limits(payload)
+    if problem is not None:
+        return limit_report(wire_match_id(payload), location, problem)
+    decoded = decode_frame(location, payload)
+    if isinstance(decoded, Damage):
+        return decoded
+    return validate_match(decoded, location, engine)
 
 
 def _clean_report(verdict: tuple[int, bytes], location: Location) -> MatchReport:
     """The report of a match the compiled checker vouched for: no findings."""
     return MatchReport(verdict[1].decode("utf-8"), location, deals=verdict[0])
-
-
-def _report(payload: bytes, verdict: _Verdict, location: Location) -> MatchReport:
-    if verdict is None:
-        return validate_match(pb.Match.FromString(payload), location)
-    return _clean_report(verdict, location)
 
 
 def validate_frames(
@@ -135,8 +153,7 @@ def validate_frames(
 ) -> Iterator[MatchReport | Damage]:
     """Reports for a stream of raw frames (``RecordFile.raw_frames``), in order.
 
-    Frames are checked ``batch`` at a time; damage passes through, and a frame that is not
-    a Match becomes FRAME_UNDECODABLE damage exactly as ``RecordFile`` reports it.
+    Frames are checked ``batch`` at a time; damage passes through.
     """
     checker = checker_of(twins)
     engine = (twins or _twins.ACTIVE).engine
@@ -154,9 +171,43 @@ def validate_frames(
             verdict = next(verdicts)
             if verdict is not None:
                 yield _clean_report(verdict, location)
-                continue
-            decoded = decode_frame(location, payload)
-            if isinstance(decoded, Damage):
-                yield decoded
             else:
-                yield validate_match(decoded, location, engine)
+                yield judge_payload(payload, location, engine)
+
+
+def validate_runs(
+    runs: Iterable[FrameRun | Damage],
+    name: str,
+    *,
+    count_clean: bool = False,
+    twins: _twins.Twins | None = None,
+) -> Iterator[MatchReport | Damage | CleanMatches]:
+    """Reports for the frame runs of file ``name`` (``RecordFile.raw_frame_runs``), in order.
+
+    With ``count_clean`` the matches the compiled checker vouches for come as one
+    ``CleanMatches`` per run (before that run's other reports) instead of one empty report
+    each: nothing is made per clean match.
+    """
+    checker = checker_of(twins)
+    engine = (twins or _twins.ACTIVE).engine
+    for run in runs:
+        if isinstance(run, Damage):
+            yield run
+            continue
+        payloads, first, offsets = run.payloads, run.first, run.offsets
+        if checker is None:
+            dirty: Iterable[int] = range(len(payloads))
+        elif count_clean:
+            clean, deals, dirty = checker.check_run(payloads)
+            if clean:
+                yield CleanMatches(clean, deals)
+        else:
+            for i, verdict in enumerate(checker.check_batch(payloads)):
+                location = Location(name, first + i, offsets[i])
+                if verdict is not None:
+                    yield _clean_report(verdict, location)
+                else:
+                    yield judge_payload(payloads[i], location, engine)
+            continue
+        for i in dirty:
+            yield judge_payload(payloads[i], Location(name, first + i, offsets[i]), engine)

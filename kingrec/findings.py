@@ -12,7 +12,15 @@ from typing import Any
 
 from .cards import card_name, card_symbol, cards_in
 
-__all__ = ["CODES", "Finding", "Location", "MatchReport", "Severity"]
+__all__ = [
+    "CODES",
+    "CleanMatches",
+    "Finding",
+    "Location",
+    "MatchReport",
+    "Severity",
+    "limit_report",
+]
 
 
 class Severity(StrEnum):
@@ -56,6 +64,7 @@ CODES: dict[str, str] = {
     "TOO_MANY_DEALS": "more deals than the ruleset has",
     "BAD_PLAYERS": "players do not fill the four seats",
     "RULESET_INVALID": "the ruleset cannot be resolved",
+    "LIMIT_EXCEEDED": "a record over one of kingrec's bounds (kingrec.limits); not checked",
     "STATUS_MISSING": "the match status is not set",
     "FORMAT_VERSION": "a record format version this validator does not know",
     "SCORE_MISMATCH": "claimed deal scores differ from the computed ones",
@@ -69,10 +78,11 @@ CODES: dict[str, str] = {
     "NOT_KREC": "a file that is neither a .krec container nor JSON Lines",
     "UNSUPPORTED_VERSION": "a .krec container from a newer kingrec",
     "UNREADABLE": "a file that cannot be opened or read",
+    "DAMAGED": "a damaged file where all records or none were wanted",
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Location:
     """Where a record came from: file, frame (or JSON line) and byte offset."""
 
@@ -160,3 +170,21 @@ class MatchReport:
 def symbols(mask: int) -> str:
     """Cards of a mask for a sentence: ``♥3 ♥9``."""
     return " ".join(card_symbol(c) for c in cards_in(mask)) or "none"
+
+
+@dataclass(frozen=True, slots=True)
+class CleanMatches:
+    """Records the compiled checker vouched for, counted rather than reported one by one."""
+
+    count: int
+    deals: int
+
+
+def limit_report(match_id: str, location: Location, problem: str) -> MatchReport:
+    """The report of a record over one of the bounds of ``kingrec.limits``: not checked."""
+    finding = Finding(
+        "LIMIT_EXCEEDED",
+        Severity.ERROR,
+        f"The record is over one of kingrec's bounds: {problem}; it was not checked.",
+    )
+    return MatchReport(match_id, location, [finding])

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_TAGS",
     "check_match_limits",
     "scan_match_limits",
+    "wire_match_id",
 ]
 
 # One .krec frame's payload (a serialized Match). A 28-deal match with think times and
@@ -455,3 +456,21 @@ def scan_match_limits(payload: bytes) -> str | None:
     except _Malformed:
         return None
     return _verdict(t)
+
+
+def wire_match_id(payload: bytes) -> str:
+    """The ``match_id`` of a serialized Match without decoding it ("" when it has none or the
+    bytes are malformed), cut to ``MAX_STRING_BYTES``: to name a record over a bound."""
+    buf, i, end = payload, 0, len(payload)
+    found = b""
+    try:
+        while i < end:
+            tag, i = _read_tag(buf, i, end)
+            if tag == _tag(2, _LEN):
+                start, i = _read_len(buf, i, end)
+                found = buf[start : min(i, start + MAX_STRING_BYTES)]
+            else:
+                i = _skip(buf, i, end, tag, 1)
+    except _Malformed:
+        pass
+    return found.decode("utf-8", errors="replace")

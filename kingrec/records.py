@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO, NamedTuple
 
-from . import container, jsonl
+from . import container
 from .errors import RecordFileError, UnreadableFileError
 from .findings import Location
 from .v1 import record_pb2 as pb
@@ -125,24 +125,32 @@ class RecordFile:
         for batch in self.raw_frame_batches():
             yield from batch
 
-    def raw_frame_batches(
-        self, batch: int = 256
-    ) -> Iterator[list[tuple[Location, bytes] | Damage]]:
-        """``raw_frames`` in lists of ``batch`` items (the last may be shorter), in file order.
+    def raw_frame_runs(self) -> Iterator[container.FrameRun | Damage]:
+        """The frames of a .krec file as runs of undecoded payloads, with damage between.
 
-        The intact frames come from the container in runs, so the only work per frame here is
-        its ``Location``.
+        The cheapest way through a file: nothing is made per frame. Frame ``run.first + i``
+        of this file has its header at ``run.offsets[i]``.
         """
         if self.format != "krec":
             raise RecordFileError(f"{self.name}: raw frames need a .krec file, not JSON Lines")
+        for run in container.read_frame_runs(self._stream):
+            if isinstance(run, container.FrameDamage):
+                code = "FRAME_TRUNCATED" if run.kind == "truncated" else "FRAME_CORRUPT"
+                yield Damage(Location(self.name, run.index, run.offset), code, run.message)
+            else:
+                yield run
+
+    def raw_frame_batches(
+        self, batch: int = 256
+    ) -> Iterator[list[tuple[Location, bytes] | Damage]]:
+        """``raw_frames`` in lists of ``batch`` items (the last may be shorter), in file order."""
         if batch < 1:
             raise ValueError(f"batch must be at least 1, not {batch}")
         name = self.name
         items: list[tuple[Location, bytes] | Damage] = []
-        for run in container.read_frame_runs(self._stream):
-            if isinstance(run, container.FrameDamage):
-                code = "FRAME_TRUNCATED" if run.kind == "truncated" else "FRAME_CORRUPT"
-                items.append(Damage(Location(name, run.index, run.offset), code, run.message))
+        for run in self.raw_frame_runs():
+            if isinstance(run, Damage):
+                items.append(run)
             else:
                 places = enumerate(run.offsets, run.first)
                 items += zip([Location(name, i, at) for i, at in places], run.payloads, strict=True)
@@ -155,6 +163,8 @@ class RecordFile:
             yield items
 
     def _jsonl(self) -> Iterator[Record | Damage]:
+        from . import jsonl  # imported when a JSON file is read: .krec readers need none of it
+
         for item in jsonl.read_jsonl(self._stream):
             location = Location(self.name, line=item.line)
             if isinstance(item, jsonl.JsonLineError):

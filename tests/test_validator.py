@@ -6,7 +6,7 @@ from pathlib import Path
 from types import ModuleType
 
 from kingrec import fastcheck
-from kingrec.findings import Location, Severity
+from kingrec.findings import Location, MatchReport, Severity
 from kingrec.records import Damage, read_records
 from kingrec.v1 import record_pb2 as pb
 from kingrec.validator import validate_match
@@ -23,6 +23,7 @@ def _first(name: str) -> pb.Match:
 def _codes(match: pb.Match, twin: ModuleType) -> list[str]:
     codes = sorted({f.code for f in validate_match(match, engine=twin).findings})
     fast = fastcheck.validate_payload(match.SerializeToString(), Location())
+    assert isinstance(fast, MatchReport)
     assert sorted({f.code for f in fast.findings}) == codes  # the fast path agrees
     return codes
 

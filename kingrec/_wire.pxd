@@ -1,0 +1,182 @@
+# cython: language_level=3
+# Just enough of the protobuf wire format to read kingrec.v1 messages in place, for the
+# compiled readers (_fastcheck_c, the store's column builder). Every helper returns False for
+# "not certainly what the Python parser would read": malformed bytes, wire types we do not
+# expect, values too big for their field (the Python parser would truncate them), groups.
+
+from libc.stdint cimport int64_t, uint64_t
+
+ctypedef unsigned char uchar
+
+
+cdef enum:
+    WT_VARINT = 0
+    WT_I64 = 1
+    WT_LEN = 2
+    WT_I32 = 5
+    U32_MAX = 0xFFFFFFFF
+    I32_MAX = 0x7FFFFFFF
+
+
+cdef inline bint varint_long(const uchar** pp, const uchar* end, uint64_t* out) noexcept nogil:
+    cdef const uchar* p = pp[0]
+    cdef uint64_t v = 0
+    cdef int shift = 0
+    cdef uchar b
+    while True:
+        if p >= end or shift > 63:
+            return False  # runs past the end, or past ten bytes
+        b = p[0]
+        p += 1
+        v |= <uint64_t>(b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+    pp[0] = p
+    out[0] = v
+    return True
+
+
+cdef inline bint varint(const uchar** pp, const uchar* end, uint64_t* out) noexcept nogil:
+    # In line for the one-byte varints most tags and values are.
+    if pp[0] < end and pp[0][0] < 0x80:
+        out[0] = pp[0][0]
+        pp[0] += 1
+        return True
+    return varint_long(pp, end, out)
+
+
+cdef inline bint tag(const uchar** pp, const uchar* end, uint64_t* field,
+                      int* wt) noexcept nogil:
+    cdef uint64_t tag
+    if not varint(pp, end, &tag) or tag > U32_MAX or tag >> 3 == 0:
+        return False
+    field[0] = tag >> 3
+    wt[0] = <int>(tag & 7)
+    return True
+
+
+cdef inline bint length_delimited(const uchar** pp, const uchar* end, const uchar** start,
+                      Py_ssize_t* size) noexcept nogil:
+    """Read a length-delimited value: its start and size; the cursor moves past it."""
+    cdef uint64_t n
+    if not varint(pp, end, &n) or n > <uint64_t>(end - pp[0]):
+        return False
+    start[0] = pp[0]
+    size[0] = <Py_ssize_t>n
+    pp[0] += n
+    return True
+
+
+cdef inline bint skip_field(const uchar** pp, const uchar* end, int wt) noexcept nogil:
+    """Skip an unknown field (from a newer writer) by its wire type; groups are refused."""
+    cdef uint64_t v
+    cdef const uchar* s
+    cdef Py_ssize_t n
+    if wt == WT_VARINT:
+        return varint(pp, end, &v)
+    if wt == WT_LEN:
+        return length_delimited(pp, end, &s, &n)
+    if wt == WT_I64:
+        if end - pp[0] < 8:
+            return False
+        pp[0] += 8
+        return True
+    if wt == WT_I32:
+        if end - pp[0] < 4:
+            return False
+        pp[0] += 4
+        return True
+    return False
+
+
+cdef inline bint u32(const uchar** pp, const uchar* end, int wt, uint64_t* out) noexcept nogil:
+    return wt == WT_VARINT and varint(pp, end, out) and out[0] <= U32_MAX
+
+
+cdef inline bint enum32(const uchar** pp, const uchar* end, int wt, uint64_t* out) noexcept nogil:
+    return wt == WT_VARINT and varint(pp, end, out) and out[0] <= I32_MAX
+
+
+cdef inline bint utf8_ok(const uchar* s, Py_ssize_t n) noexcept nogil:
+    """Strict UTF-8, as the protobuf parser demands of string fields."""
+    cdef Py_ssize_t i = 0
+    cdef uchar c, c1
+    while i < n:
+        c = s[i]
+        if c < 0x80:
+            i += 1
+            continue
+        if c < 0xC2 or c > 0xF4:
+            return False
+        if c < 0xE0:
+            if i + 1 >= n or s[i + 1] & 0xC0 != 0x80:
+                return False
+            i += 2
+            continue
+        if i + 2 >= n:
+            return False
+        c1 = s[i + 1]
+        if c1 & 0xC0 != 0x80 or s[i + 2] & 0xC0 != 0x80:
+            return False
+        if c < 0xF0:
+            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 >= 0xA0):
+                return False  # overlong form or surrogate
+            i += 3
+            continue
+        if i + 3 >= n or s[i + 3] & 0xC0 != 0x80:
+            return False
+        if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 >= 0x90):
+            return False  # overlong form or beyond U+10FFFF
+        i += 4
+    return True
+
+
+cdef inline bint string_field(const uchar** pp, const uchar* end, int wt,
+                              Py_ssize_t max_bytes) noexcept nogil:
+    """A string field of at most ``max_bytes`` bytes of strict UTF-8."""
+    cdef const uchar* s
+    cdef Py_ssize_t n
+    return wt == WT_LEN and length_delimited(pp, end, &s, &n) and n <= max_bytes and utf8_ok(s, n)
+
+
+cdef inline bint walk_strings(const uchar* p, const uchar* end, uint64_t string_fields,
+                              uint64_t varint_fields, uint64_t* seat,
+                              Py_ssize_t max_string) noexcept nogil:
+    """Walk a message of strings and varints (Timestamp, map entry, Player) for parseability.
+
+    Fields in the ``string_fields`` / ``varint_fields`` bit sets (bit = field number < 64)
+    must have those types; ``seat`` receives field 3 of a Player (uint32) when not NULL.
+    """
+    cdef uint64_t field, v
+    cdef int wt
+    while p < end:
+        if not tag(&p, end, &field, &wt):
+            return False
+        if field < 64 and string_fields >> field & 1:
+            if not string_field(&p, end, wt, max_string):
+                return False
+        elif field < 64 and varint_fields >> field & 1:
+            if wt != WT_VARINT or not varint(&p, end, &v):
+                return False
+            if seat != NULL and field == 3:
+                if v > U32_MAX:
+                    return False
+                seat[0] = v
+        elif not skip_field(&p, end, wt):
+            return False
+    return True
+
+
+cdef inline bint packed_sint32(const uchar* p, const uchar* end, int64_t* out,
+                         int* count) noexcept nogil:
+    """Decode a packed sint32 field into ``out`` (room for 4); more than 4 values fail."""
+    cdef uint64_t v
+    cdef int n = 0
+    while p < end:
+        if not varint(&p, end, &v) or v > U32_MAX or n == 4:
+            return False
+        out[n] = <int64_t>(v >> 1) ^ -<int64_t>(v & 1)
+        n += 1
+    count[0] = n
+    return True
