@@ -67,6 +67,29 @@ def _hex(text: str) -> bytes:
     return bytes.fromhex("".join(re.findall(r"\b[0-9A-Fa-f]{2}\b", text)))
 
 
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+@pytest.mark.parametrize("doc", ["FORMAT.md", "RULES.md"])
+def test_the_documents_links_lead_somewhere(doc: str) -> None:
+    docs = ROOT / "docs"
+    anchors = {
+        name: {_slug(h) for h in re.findall(r"^#+ (.+)$", (docs / name).read_text(), re.M)}
+        for name in ("FORMAT.md", "RULES.md")
+    }
+    links = re.findall(r"\]\(([^)\s]+)\)", (docs / doc).read_text(encoding="utf-8"))
+    assert links
+    for link in links:
+        path, _, anchor = link.partition("#")
+        target = path or doc
+        if target in anchors:
+            assert not anchor or anchor in anchors[target], link
+        else:
+            assert (docs / path).resolve().exists(), link
+
+
 # -- finding codes ------------------------------------------------------------------------
 
 
