@@ -25,6 +25,7 @@ from google.protobuf.unknown_fields import UnknownFieldSet
 from kingrec import container, limits
 from kingrec.boundary import ruleset_to_proto
 from kingrec.cards import card_name, parse_card
+from kingrec.errors import RecordFileError
 from kingrec.findings import CODES
 from kingrec.jsonl import dumps_match, loads_match, match_from_dict, match_to_dict
 from kingrec.records import Record, read_records
@@ -228,6 +229,63 @@ def test_the_example_file_damaged_is_reported_as_the_spec_says() -> None:
     for cut in (13, 20, len(data) - 1):  # inside the frame header, and inside the payload
         (damage,) = container.read_frames(io.BytesIO(data[:cut]))
         assert isinstance(damage, container.FrameDamage) and damage.kind == "truncated"
+
+
+def _read(data: bytes) -> list[tuple[str, int, int]]:
+    """(kind, frame number, offset) of each item the container reader yields."""
+    return [
+        ("frame" if isinstance(item, container.Frame) else item.kind, item.index, item.offset)
+        for item in container.read_frames(io.BytesIO(data))
+    ]
+
+
+def test_the_reader_follows_section_2() -> None:
+    data = _hex(_block("tiny-file"))
+    header, frame = data[:12], data[12:]
+    end = len(data)
+    # §2.1: the file header.
+    for bad, code in [
+        (b"", "NOT_KREC"),
+        (b"{}" + data, "NOT_KREC"),
+        (data[:5], "UNREADABLE"),
+        (header[:8] + b"\x00\x00\x00\x00", "UNREADABLE"),
+        (header[:8] + b"\x02\x00\x00\x00", "UNSUPPORTED_VERSION"),
+        (header[:8] + b"\x01\x00\x01\x00", "UNSUPPORTED_VERSION"),
+    ]:
+        with pytest.raises(RecordFileError) as raised:
+            _read(bad)
+        assert raised.value.code == code, bad
+    assert _read(header) == []  # §2.6: the header alone is an empty container
+    # §2.5: fewer than 16 bytes left, like a frame or not.
+    assert _read(data + b"KR")[1:] == [("truncated", 1, end)]
+    assert _read(data + b"KRF1abc")[1:] == [("truncated", 1, end)]
+    assert _read(data + b"XYZ")[1:] == [("corrupt", 1, end)]
+    # A damaged stretch is one item and one frame number; reading resumes at the next
+    # sound frame header, searched from one byte after the damaged frame's start.
+    broken = frame[:-1] + b"\x00"
+    assert _read(header + broken + frame) == [("corrupt", 0, 12), ("frame", 1, end)]
+    head = frame[:4] + (limits.MAX_FRAME_BYTES + 1).to_bytes(4, "little") + frame[8:12]
+    bad_length = head + zlib.crc32(head).to_bytes(4, "little") + frame[16:]  # only the length
+    assert _read(data + bad_length + frame)[1:] == [("corrupt", 1, end), ("frame", 2, 2 * end - 12)]
+    # A sound header whose payload the file does not hold: truncated, or corrupt when a
+    # sound frame header starts inside the missing span.
+    assert _read(data + frame[:-3]) == [("frame", 0, 12), ("truncated", 1, end)]
+    assert _read(header + frame[:-3] + frame) == [("corrupt", 0, 12), ("frame", 1, end - 3)]
+
+
+def test_an_intact_frame_that_is_no_match_is_undecodable_and_reading_goes_on(
+    tmp_path: Path,
+) -> None:
+    data = _hex(_block("tiny-file"))
+    out = io.BytesIO()
+    with container.KrecWriter(out) as writer:
+        writer.write(b"\xff\xff\xff")  # sound checksums, no protobuf message
+        writer.write(data[28:])
+    (tmp_path / "f.krec").write_bytes(out.getvalue())
+    damage, record = read_records(str(tmp_path / "f.krec"))
+    assert not isinstance(damage, Record) and damage.code == "FRAME_UNDECODABLE"
+    assert isinstance(record, Record) and record.match.match_id == "tiny"
+    assert record.location.frame == 1 and record.location.offset == 12 + 16 + 3
 
 
 # -- the record --------------------------------------------------------------------------
