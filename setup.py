@@ -102,8 +102,9 @@ def _extensions() -> list[Extension]:
         )
     if stale:
         _say(
-            f"note: {', '.join(f'kingrec/{n}.c' for n in stale)} older than its Cython "
-            "sources, but Cython is not installed: compiling the C as shipped"
+            f"note: {', '.join(f'kingrec/{n}.c' for n in stale)}: older than the Cython "
+            "sources, but Cython is not installed (or KINGREC_NO_CYTHON is set): compiling "
+            "the C as it is"
         )
     return [
         Extension(f"kingrec.{name}", [f"kingrec/{name}.c"], extra_compile_args=args)
