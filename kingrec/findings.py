@@ -78,7 +78,6 @@ CODES: dict[str, str] = {
     "NOT_KREC": "a file that is neither a .krec container nor JSON Lines",
     "UNSUPPORTED_VERSION": "a .krec container from a newer kingrec",
     "UNREADABLE": "a file that cannot be opened or read",
-    "DAMAGED": "a damaged file where all records or none were wanted",
 }
 
 

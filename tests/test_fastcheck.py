@@ -389,7 +389,7 @@ def test_every_match_finding_code_has_an_edit_or_a_sample() -> None:
     from kingrec.findings import CODES
 
     file_codes = {"FRAME_CORRUPT", "FRAME_TRUNCATED", "FRAME_UNDECODABLE", "JSON_INVALID"}
-    file_codes |= {"NOT_KREC", "UNSUPPORTED_VERSION", "UNREADABLE", "DAMAGED"}
+    file_codes |= {"NOT_KREC", "UNSUPPORTED_VERSION", "UNREADABLE"}
     file_codes |= {"LIMIT_EXCEEDED"}  # judged before the validator: tests/test_validation.py
     covered = {code for code, _, _ in EDITS}
     for sample in _manifest():
