@@ -27,8 +27,8 @@ from pathlib import Path
 
 from bench_validate import OUT, ensure_file
 
-from kingrec import _frames_py, container
-from kingrec.container import Frame, FrameRun, ScanFrames, read_frame_runs, read_frames
+from kingrec import _frames_py
+from kingrec.container import Frame, FrameRun, ScanFrames, read_frame_runs, read_frames, reader
 from kingrec.records import open_records
 
 BIG = OUT / "classic-100000.krec"
@@ -37,12 +37,12 @@ BIG = OUT / "classic-100000.krec"
 @contextmanager
 def frame_loop(scan: ScanFrames) -> Iterator[None]:
     """Make the reader use ``scan``, as the twin selection at import would."""
-    chosen = container._scan_frames
-    container._scan_frames = scan
+    chosen = reader._scan_frames
+    reader._scan_frames = scan
     try:
         yield
     finally:
-        container._scan_frames = chosen
+        reader._scan_frames = chosen
 
 
 def count_frames(path: Path) -> int:

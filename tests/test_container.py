@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kingrec import _frames_py, container
+from kingrec import _frames_py
 from kingrec.container import (
     FILE_HEADER_SIZE,
     FRAME_HEADER_SIZE,
@@ -30,6 +30,7 @@ from kingrec.container import (
     is_krec,
     iter_matches,
     read_frames,
+    reader,
 )
 from kingrec.errors import (
     LimitError,
@@ -613,10 +614,10 @@ def test_any_input_is_read_as_the_reference_reading_reads_it(
     full = MAGIC + b"\x01\x00\x00\x00" + b"".join(parts)
     content = full[: data.draw(st.integers(FILE_HEADER_SIZE, len(full)))]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(container, "_scan_frames", scan)
-        patch.setattr(container, "_CHUNK", 64)
-        patch.setattr(container, "_SUM_STEP", 8)
-        patch.setattr(container, "MAX_FRAME_BYTES", _SMALL_MAX)
+        patch.setattr(reader, "_scan_frames", scan)
+        patch.setattr(reader, "_CHUNK", 64)
+        patch.setattr(reader, "_SUM_STEP", 8)
+        patch.setattr(reader, "MAX_FRAME_BYTES", _SMALL_MAX)
         got = _reports(read_frames(ReadOnlyStream(content, max_piece=piece)))
     assert got == _reference_read(content, _SMALL_MAX)
 
@@ -685,6 +686,7 @@ _HOSTILE = {
 _HOSTILE_READER = """
 import json, resource, sys, time
 from kingrec import container
+from kingrec.container import reader
 
 def peak_kib():
     # VmHWM, not ru_maxrss: a child's ru_maxrss counts the RSS of the parent it came from.
@@ -701,7 +703,7 @@ for path in sys.argv[1:]:
     items = sum(1 for _ in container.read_frames(sys.stdin.buffer if path == "-" else path))
     print(json.dumps({"file": path, "items": items, "cpu": time.process_time() - start}))
 after = peak_kib()
-print(json.dumps({"loop": container._scan_frames.__module__, "before": before, "after": after}))
+print(json.dumps({"loop": reader._scan_frames.__module__, "before": before, "after": after}))
 """
 
 
@@ -742,7 +744,7 @@ def test_hostile_files_are_read_in_linear_time_and_bounded_memory(
     hostile_files: dict[str, Path],
 ) -> None:
     loops = {"kingrec._frames_py": True}
-    if any(Path(container.__file__).parent.glob("_frames_c*")):
+    if any(Path(_frames_py.__file__).parent.glob("_frames_c*")):
         loops["kingrec._frames_c"] = False
     # Both twins at once (the test machine has two cores); each child times its own CPU.
     readings = {

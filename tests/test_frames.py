@@ -182,7 +182,11 @@ def test_the_twins_agree_on_any_buffer(parts: list[bytes], data: st.DataObject) 
 
 def _loop_in_subprocess(**env: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-c", "import kingrec.container as c; print(c._scan_frames.__module__)"],
+        [
+            sys.executable,
+            "-c",
+            "from kingrec.container import reader; print(reader._scan_frames.__module__)",
+        ],
         env={**os.environ, **env},
         capture_output=True,
         text=True,

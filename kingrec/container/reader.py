@@ -1,245 +1,47 @@
-"""The ``.krec`` container: many serialized ``Match`` records per file.
+"""Reading a ``.krec`` container: linear time on any input, resync past damaged frames.
 
-Layout (all integers little-endian)::
-
-    file header  12 bytes  MAGIC (8) | format version u16 (= 1) | flags u16 (= 0)
-    frame        16 bytes  b"KRF1" | payload length u32 | crc32(payload) u32
-                           | crc32(first 12 bytes of this frame header) u32
-                 n bytes   payload (one serialized ``kingrec.v1.Match``),
-                           n <= ``kingrec.limits.MAX_FRAME_BYTES``
-
-Every frame carries its own checksums, so a damaged frame is reported and skipped
-and the reader resynchronises on the next intact frame header.  The reader only reads
-(``read()`` is enough; never ``seek``/``tell``) and keeps a buffer of a few MiB, so it
-streams files of any size, including from pipes such as ``sys.stdin.buffer``.  Any input
-of N bytes, however it is damaged or built to hurt, is read in time linear in N.
+Intact frames are taken in bulk by the frame loop of the active twins (``kingrec._twins``);
+the frames around damage are judged one by one here. The reader only reads (``read()`` is
+enough; never ``seek``/``tell``) through one buffer of a few MiB (``_Window``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import struct
 import zlib
-from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Protocol, Self, TypeAlias, cast
+from typing import TypeAlias, cast
 
 from google.protobuf.message import DecodeError
 
-from . import _twins
-from .errors import LimitError, NotRecordFileError, UnreadableFileError, UnsupportedVersionError
-from .limits import MAX_FRAME_BYTES
-from .safefile import atomic_output
-from .v1 import record_pb2
+from .. import _twins
+from ..errors import NotRecordFileError, UnreadableFileError, UnsupportedVersionError
+from ..limits import MAX_FRAME_BYTES
+from ..v1 import record_pb2
+from ._spans import run_zeros
+from .layout import (
+    FILE_HEADER,
+    FILE_HEADER_SIZE,
+    FORMAT_VERSION,
+    FRAME_HEADER,
+    FRAME_HEADER_SIZE,
+    FRAME_MARKER,
+    MAGIC,
+    Frame,
+    FrameDamage,
+    FrameRun,
+    ReadableBinary,
+    Source,
+)
 
 __all__ = [
-    "FILE_HEADER_SIZE",
-    "FORMAT_VERSION",
-    "FRAME_HEADER_SIZE",
-    "FRAME_MARKER",
-    "MAGIC",
-    "Frame",
-    "FrameDamage",
-    "FrameInfo",
-    "FrameRun",
-    "KrecWriter",
-    "ReadableBinary",
-    "SerializableMessage",
-    "WritableBinary",
+    "ScanFrames",
     "decode_frame",
     "is_krec",
     "iter_matches",
     "read_frame_runs",
     "read_frames",
 ]
-
-# PNG-style signature: the high-bit byte, CR LF and ^Z make text-mode transfers and
-# 7-bit channels visibly corrupt the magic instead of silently corrupting frames.
-MAGIC = b"\x89KREC\r\n\x1a"
-FORMAT_VERSION = 1
-FILE_HEADER_SIZE = 12
-FRAME_MARKER = b"KRF1"
-FRAME_HEADER_SIZE = 16
-
-_FILE_HEADER = struct.Struct("<8sHH")
-_FRAME_HEADER = struct.Struct("<4sIII")
-
-
-class ReadableBinary(Protocol):
-    """Anything with a binary ``read(n)``: open files, ``BytesIO``, ``sys.stdin.buffer``."""
-
-    def read(self, size: int, /) -> bytes: ...
-
-
-class WritableBinary(Protocol):
-    """A binary sink with ``write`` and ``flush``."""
-
-    def write(self, data: bytes, /) -> object: ...
-
-    def flush(self) -> object: ...
-
-
-class SerializableMessage(Protocol):
-    """A protobuf message (anything with ``SerializeToString``)."""
-
-    def SerializeToString(self) -> bytes: ...
-
-
-Source: TypeAlias = str | os.PathLike[str] | ReadableBinary
-
-
-# --------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True, slots=True)
-class FrameInfo:
-    """What the writer wrote: frame index, byte offset of its header, payload size and crc."""
-
-    index: int
-    offset: int
-    length: int
-    crc32: int
-
-
-@dataclass(frozen=True, slots=True)
-class Frame:
-    """An intact frame; ``offset`` is the byte offset of its frame header."""
-
-    index: int
-    offset: int
-    payload: bytes = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class FrameRun:
-    """Intact frames in a row: frame ``first + i`` has its header at ``offsets[i]``."""
-
-    first: int
-    offsets: list[int] = field(repr=False)
-    payloads: list[bytes] = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class FrameDamage:
-    """A frame that could not be read: kind is "corrupt", "truncated" or "undecodable"."""
-
-    index: int
-    offset: int
-    kind: str
-    message: str
-
-
-# --------------------------------------------------------------------------- writer
-
-
-def _frame_header(payload: bytes) -> bytes:
-    head = struct.pack("<4sII", FRAME_MARKER, len(payload), zlib.crc32(payload))
-    return head + struct.pack("<I", zlib.crc32(head))
-
-
-class _Aborted(Exception):
-    """What an aborted writer tells its atomic output: throw the file away."""
-
-
-class KrecWriter:
-    """Write frames to a ``.krec`` container; use as a context manager.
-
-    ``KrecWriter(fileobj)`` writes to an open binary stream (which it flushes but does
-    not close). ``KrecWriter.open(path)`` writes through ``kingrec.safefile.atomic_output``:
-    the file appears under ``path`` only on a successful close, fsynced, so a failure never
-    leaves a partial file under the final name.
-    """
-
-    def __init__(self, fileobj: WritableBinary) -> None:
-        self._file = fileobj
-        self._output: contextlib.ExitStack | None = None  # the atomic file of open()
-        self._closed = False
-        self._count = 0
-        # Offsets are tracked here rather than via tell() so pipes work as sinks.
-        self._offset = 0
-        fileobj.write(_FILE_HEADER.pack(MAGIC, FORMAT_VERSION, 0))
-        self._offset = FILE_HEADER_SIZE
-
-    @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> Self:
-        """Start an atomic write of a new container at ``path``."""
-        output = contextlib.ExitStack()
-        f = output.enter_context(atomic_output(os.fspath(path)))
-        try:
-            writer = cls(f)
-        except BaseException as exc:
-            output.__exit__(type(exc), exc, exc.__traceback__)
-            raise
-        writer._output = output
-        return writer
-
-    @property
-    def frames_written(self) -> int:
-        return self._count
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def write(self, payload: bytes) -> FrameInfo:
-        """Append one frame holding ``payload``; ``LimitError`` if it is over the frame bound."""
-        if self._closed:
-            raise ValueError("write to a closed KrecWriter")
-        if len(payload) > MAX_FRAME_BYTES:
-            raise LimitError(
-                f"a frame payload of {len(payload)} bytes is over MAX_FRAME_BYTES, the "
-                f"{MAX_FRAME_BYTES}-byte limit of one frame"
-            )
-        header = _frame_header(payload)
-        info = FrameInfo(self._count, self._offset, len(payload), zlib.crc32(payload))
-        self._file.write(header)
-        self._file.write(payload)
-        self._count += 1
-        self._offset += FRAME_HEADER_SIZE + len(payload)
-        return info
-
-    def write_match(self, msg: SerializableMessage) -> FrameInfo:
-        """Serialize ``msg`` and append it as one frame."""
-        return self.write(msg.SerializeToString())
-
-    def close(self) -> None:
-        """Finish the container (for a path: flush, fsync and rename into place)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._output is None:
-            self._file.flush()
-            return
-        self._output.close()
-
-    def abort(self) -> None:
-        """Give up: for a path, delete the temporary file; for a stream, just stop."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._output is not None:
-            aborted = _Aborted()
-            self._output.__exit__(_Aborted, aborted, None)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
-
-
-# --------------------------------------------------------------------------- reader
 
 # Bytes read at a time (at least): the frame loop then runs over many frames per call.
 _CHUNK = 1 << 20
@@ -261,71 +63,8 @@ _scan_frames = _load_scan_frames()
 # to hurt: a header every 16 bytes, each claiming the rest of the file). Checksumming each
 # payload anew would read the same bytes over and over, so while recovering the reader
 # keeps S(x), the crc32 of the input from an origin up to x, at every _SUM_STEP-th byte, and
-# gets any span's crc32 from two prefixes: crc32(data[a:b]) = S(b) ^ S(a)·x^(8(b-a)) mod P.
-# Multiplying by x^(8n) is running a bare CRC register through n zero bytes; that is linear
-# in the register, so it takes one lookup per register byte for each base-256 digit of n.
+# gets any span's crc32 from two prefixes (``_spans``).
 _SUM_STEP = 1024
-_ONES = 0xFFFFFFFF
-# _zeros_tables[place * 256 + digit]: the map of ``digit * 256**place`` zero bytes, built
-# when first needed (4 KiB each); n < 256**4 covers any span.
-_zeros_tables: list[array[int] | None] = [None] * (4 * 256)
-
-
-def _apply(table: array[int], v: int) -> int:
-    """The linear map ``table`` (4 x 256 entries, one block per byte of v) applied to v."""
-    return (
-        table[v & 255]
-        ^ table[256 | v >> 8 & 255]
-        ^ table[512 | v >> 16 & 255]
-        ^ table[768 | v >> 24]
-    )
-
-
-def _table_of(images: list[int]) -> array[int]:
-    """The lookup table of the linear map sending bit i of a register to ``images[i]``."""
-    table = array("I")
-    for lane in range(4):
-        block = [0]
-        for image in images[lane * 8 : lane * 8 + 8]:  # byte values with this bit: the rest ^ it
-            block += [value ^ image for value in block]
-        table.extend(block)
-    return table
-
-
-def _zeros_table(place: int, digit: int) -> array[int]:
-    """The map of a bare CRC register run through ``digit * 256**place`` zero bytes."""
-    table = _zeros_tables[place * 256 + digit]
-    if table is not None:
-        return table
-    if digit == 1 and place == 0:
-        # zlib conditions its register with ~ on the way in and out; undo both.
-        images = [zlib.crc32(b"\0", (1 << i) ^ _ONES) ^ _ONES for i in range(32)]
-    else:
-        # Two maps one after the other: 256**p = 128·256**(p-1) twice, 2d = d twice, and
-        # any other digit is its lowest bit then the rest.
-        low = digit & -digit
-        if digit == 1:
-            first = then = _zeros_table(place - 1, 128)
-        elif digit == low:
-            first = then = _zeros_table(place, digit // 2)
-        else:
-            first, then = _zeros_table(place, low), _zeros_table(place, digit - low)
-        images = [_apply(then, _apply(first, 1 << i)) for i in range(32)]
-    table = _zeros_tables[place * 256 + digit] = _table_of(images)
-    return table
-
-
-def _run_zeros(v: int, n: int) -> int:
-    """The bare CRC register ``v`` after ``n`` zero bytes (v·x^(8n) mod P)."""
-    place = 0
-    while n and v:
-        digit = n & 255
-        if digit:
-            t = _zeros_tables[place << 8 | digit] or _zeros_table(place, digit)
-            v = t[v & 255] ^ t[256 | v >> 8 & 255] ^ t[512 | v >> 16 & 255] ^ t[768 | v >> 24]
-        n >>= 8
-        place += 1
-    return v
 
 
 class _Window:
@@ -422,7 +161,7 @@ class _Window:
         The sums are extended as far as ``stop`` (once: later spans reuse them), so a span
         costs two lookups, at most 2 * _SUM_STEP bytes checksummed and a shift.
         """
-        return self._prefix(stop) ^ _run_zeros(self._prefix(start), stop - start)
+        return self._prefix(stop) ^ run_zeros(self._prefix(start), stop - start)
 
     def _prefix(self, x: int) -> int:
         buf, sums = self.buf, self._sums
@@ -480,7 +219,7 @@ def _read_file_header(win: _Window, name: str) -> None:
             f"{name} is truncated: its file header has only {got} of {FILE_HEADER_SIZE} bytes",
             got,
         )
-    _, version, flags = _FILE_HEADER.unpack(head)
+    _, version, flags = FILE_HEADER.unpack(head)
     if version > FORMAT_VERSION:
         raise UnsupportedVersionError(
             f"{name} was written by a newer kingrec (format {version}); this one reads "
@@ -499,7 +238,7 @@ def _read_file_header(win: _Window, name: str) -> None:
 
 def _header_problem(buf: bytearray, at: int) -> str | None:
     """Why the 16-byte frame header at ``buf[at]`` is unusable, or None if it is sound."""
-    marker, length, _, header_crc = _FRAME_HEADER.unpack_from(buf, at)
+    marker, length, _, header_crc = FRAME_HEADER.unpack_from(buf, at)
     if marker != FRAME_MARKER:
         return "no frame marker where a frame should start"
     if zlib.crc32(buf[at : at + 12]) != header_crc:
@@ -523,7 +262,7 @@ def _resync(win: _Window, start: int) -> int:
         size = win.end - base
         at = buf.find(FRAME_MARKER, pos - base, size)
         while 0 <= at <= size - FRAME_HEADER_SIZE:
-            _, length, _, header_crc = _FRAME_HEADER.unpack_from(buf, at)
+            _, length, _, header_crc = FRAME_HEADER.unpack_from(buf, at)
             if length <= MAX_FRAME_BYTES and zlib.crc32(buf[at : at + 12]) == header_crc:
                 return base + at
             at = buf.find(FRAME_MARKER, at + 1, size)
@@ -625,7 +364,7 @@ def _iter_runs(raw: ReadableBinary, name: str) -> Iterator[FrameRun | FrameDamag
         else:
             reason = None if pos == sound else _header_problem(win.buf, pos - win.base)
             if reason is None:
-                _, length, payload_crc, _ = _FRAME_HEADER.unpack_from(win.buf, pos - win.base)
+                _, length, payload_crc, _ = FRAME_HEADER.unpack_from(win.buf, pos - win.base)
                 stop = head_end + length
                 end = win.end if win.end >= stop else win.fill(stop)
                 if end < stop:
