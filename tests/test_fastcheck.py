@@ -78,10 +78,9 @@ def _match(name: str = "classic", seed: int = 0, **options: int) -> pb.Match:
 
 
 def _reference(payload: bytes, location: Location | None = None) -> Outcome:
-    try:
-        return validate_match(pb.Match.FromString(payload), location or Location())
-    except DecodeError:
-        return DecodeError
+    """The reference path: bounds first, then decoding, then ``validate_match``."""
+    result = fastcheck.judge_payload(payload, location or Location(), _engine_py)
+    return DecodeError if isinstance(result, Damage) else result
 
 
 def _fast(payload: bytes, location: Location | None = None) -> Outcome:
