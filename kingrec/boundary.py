@@ -47,8 +47,12 @@ def named_trump(deal: pb.Deal) -> int:
 
 
 def engine_trump(deal: pb.Deal) -> int:
-    """The trump suit (0..3) the engine plays the deal with; -1 for none."""
-    return named_trump(deal)
+    """The trump suit (0..3) the engine plays the deal with; -1 for none.
+
+    Only koz has trumps: a suit named in a penalty deal is reported once (TRUMP_NOT_ALLOWED)
+    and otherwise ignored, so the one mistake turns into no cascade of findings.
+    """
+    return named_trump(deal) if deal.contract == pb.CONTRACT_KOZ else -1
 
 
 def trump_to_proto(suit: int) -> pb.Suit.ValueType:

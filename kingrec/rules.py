@@ -212,6 +212,11 @@ class Ruleset:
             )
         if not 0 <= self.first_declarer_card < 52:
             raise RulesetError(f"first_declarer_card {self.first_declarer_card} is not a card code")
+        for option in ("heart_lead_ban", "withholding", "void_discard", "early_end"):
+            if Contract.KOZ in getattr(self, option):
+                raise RulesetError(
+                    f"ruleset option {option} lists KOZ, but it holds penalty contracts only"
+                )
 
 
 _CLASSIC = Ruleset()

@@ -87,3 +87,9 @@ def test_a_ruleset_that_cannot_be_applied_cannot_be_built(
 ) -> None:
     with pytest.raises(RulesetError, match=says):
         preset("classic").replace(**changes)
+
+
+@pytest.mark.parametrize("option", ["heart_lead_ban", "withholding", "void_discard", "early_end"])
+def test_koz_in_a_penalty_option_cannot_be_built(option: str) -> None:
+    with pytest.raises(RulesetError, match=f"{option} lists KOZ"):
+        preset("classic").replace(**{option: frozenset({Contract.KOZ, Contract.KUPA})})

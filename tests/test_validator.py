@@ -83,3 +83,51 @@ def test_totals_need_not_balance_when_the_quotas_cannot_be_used_up(twin: ModuleT
     match = simulate_match(rules, 3)
     assert sum(match.claimed_totals) != 0
     assert _codes(match, twin) == []
+
+
+def _name_a_trump_that_would_win_a_trick(match: pb.Match) -> int:
+    """Name as trumps, in a penalty deal, a suit someone discarded on another suit's lead:
+    with it as trumps the discard would have won that trick. Returns the deal's number."""
+    from kingrec.boundary import trump_to_proto
+
+    for number, deal in enumerate(match.deals, 1):
+        if deal.contract == pb.CONTRACT_KOZ:
+            continue
+        for t in range(0, len(deal.plays) - 3, 4):
+            trick = deal.plays[t : t + 4]
+            off = [c // 13 for c in trick[1:] if c // 13 != trick[0] // 13]
+            if off:
+                deal.trump = trump_to_proto(off[0])
+                return number
+    raise AssertionError("no penalty deal with a discard")
+
+
+def test_a_trump_named_in_a_penalty_deal_is_reported_once_and_ignored(twin: ModuleType) -> None:
+    """RULES.md: replayed and scored with no trump, so no cascade and the right scores."""
+    from kingrec.replay import replay_match
+    from kingrec.rules import preset
+    from kingrec.simulate import simulate_match
+
+    match = simulate_match(preset("classic"), 6)
+    number = _name_a_trump_that_would_win_a_trick(match)
+    report = validate_match(match, engine=twin)
+    assert [(f.code, f.deal) for f in report.findings] == [("TRUMP_NOT_ALLOWED", number)]
+    assert _codes(match, twin) == ["TRUMP_NOT_ALLOWED"]
+    views = list(replay_match(match))
+    assert views[number - 1].trump == -1
+    assert views[number - 1].scores == list(match.deals[number - 1].claimed_scores)
+
+
+def test_koz_in_a_penalty_option_makes_the_ruleset_invalid(twin: ModuleType) -> None:
+    from kingrec.boundary import ruleset_to_proto
+    from kingrec.rules import preset
+    from kingrec.simulate import simulate_match
+
+    match = simulate_match(preset("classic"), 6)
+    ruleset = ruleset_to_proto(preset("classic"))
+    ruleset.early_end.contracts.append(pb.CONTRACT_KOZ)
+    match.ruleset.CopyFrom(ruleset)
+    report = validate_match(match, engine=twin)
+    assert [f.code for f in report.findings] == ["RULESET_INVALID"]
+    assert "early_end lists KOZ" in report.findings[0].message
+    assert _codes(match, twin) == ["RULESET_INVALID"]
