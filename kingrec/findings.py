@@ -112,6 +112,7 @@ class Finding:
     card: int | None = None
     play: int | None = None  # index into the deal's plays
     legal: tuple[int, ...] | None = None  # for an illegal play: the cards that were legal
+    caused_by: int | None = None  # index in the report of the finding this one follows from
 
     def where(self) -> str:
         parts = []
@@ -137,6 +138,8 @@ class Finding:
             out["card"] = card_name(self.card) if 0 <= self.card < 52 else self.card
         if self.legal is not None:
             out["legal"] = [card_name(c) for c in self.legal]
+        if self.caused_by is not None:
+            out["caused_by"] = self.caused_by
         return out
 
 

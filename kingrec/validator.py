@@ -6,6 +6,7 @@ play the replay goes on with the match as played, so one bad card hides nothing 
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from types import ModuleType
 
@@ -71,6 +72,8 @@ class _MatchCheck:
         self.totals = [0, 0, 0, 0]
         # Whether every deal was played out in full: only then must totals add up to 0.
         self.whole = True
+        # The match's first illegal play: what the claimed totals' mismatch follows from.
+        self.first_cause: int | None = None
 
     def add(
         self, code: str, message: str, severity: Severity = Severity.ERROR, /, **where: object
@@ -200,6 +203,7 @@ class _MatchCheck:
             self.whole = False
             return
         replay: DealReplay = self.engine.replay_deal(*replay_args(deal, rules))
+        cause = len(self.report.findings)
         for v in replay.violations:
             self.report_violation(head, number, v)
         self.check_end(deal, number, head, replay, last=last, complete=complete)
@@ -214,6 +218,27 @@ class _MatchCheck:
                 f"replay gives {_fmt(scores)}.",
                 deal=number,
             )
+        if replay.violations:
+            self.follow_from(cause)
+
+    def follow_from(self, cause: int) -> None:
+        """Mark the deal's findings after its first illegal play as following from it.
+
+        After one illegal play the replay judges a different game (a card played by the
+        wrong seat moves every later card to another seat), so what comes after is most
+        likely its consequence: the user should see the one real mistake first.
+        """
+        findings = self.report.findings
+        followers = range(cause + 1, len(findings))
+        for i in followers:
+            findings[i] = dataclasses.replace(findings[i], caused_by=cause)
+        if followers:
+            n = len(followers)
+            later = "finding after it" if n == 1 else f"{n} findings after it"
+            message = f"{findings[cause].message} The {later} in this deal follow from it."
+            findings[cause] = dataclasses.replace(findings[cause], message=message)
+        if self.first_cause is None:
+            self.first_cause = cause
 
     def check_dealer(self, rules: Ruleset, deal: pb.Deal, number: int, head: str) -> None:
         if deal.HasField("dealer") and deal.dealer > 3:
@@ -430,6 +455,7 @@ class _MatchCheck:
                 "TOTALS_MISMATCH",
                 f"The record claims match totals {_fmt(claimed)}; the "
                 f"deals add up to {_fmt(self.totals)}.",
+                caused_by=self.first_cause,
             )
         if (
             complete

@@ -131,3 +131,35 @@ def test_koz_in_a_penalty_option_makes_the_ruleset_invalid(twin: ModuleType) -> 
     assert [f.code for f in report.findings] == ["RULESET_INVALID"]
     assert "early_end lists KOZ" in report.findings[0].message
     assert _codes(match, twin) == ["RULESET_INVALID"]
+
+
+def test_findings_that_follow_from_an_illegal_play_say_so(twin: ModuleType) -> None:
+    """Two cards of trick 1 swapped: one real mistake, then a cascade that names it."""
+    from kingrec.rules import preset
+    from kingrec.simulate import simulate_match
+
+    original = simulate_match(preset("classic"), 9)
+    # The swap within trick 1 that changes its winner cascades the most: every later card
+    # is then judged for the wrong seat.
+    variants = []
+    for i, j in [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]:
+        match = pb.Match()
+        match.CopyFrom(original)
+        plays = bytearray(match.deals[0].plays)
+        plays[i], plays[j] = plays[j], plays[i]
+        match.deals[0].plays = bytes(plays)
+        variants.append((len(validate_match(match, engine=twin).findings), i, match))
+    _, swapped, match = max(variants, key=lambda v: v[0])
+    report = validate_match(match, engine=twin)
+    first = report.findings[0]
+    assert first.code == "NOT_IN_HAND" and first.play == swapped and first.caused_by is None
+    followers = report.findings[1:]
+    assert len(followers) > 5
+    assert all(f.caused_by == 0 for f in followers)
+    assert {"SCORE_MISMATCH", "TOTALS_MISMATCH"} <= {f.code for f in followers}
+    in_deal = [f for f in followers if f.deal == 1]
+    assert first.message.endswith(
+        f"The {len(in_deal)} findings after it in this deal follow from it."
+    )
+    assert report.to_dict()["findings"][1]["caused_by"] == 0
+    assert _codes(match, twin)[0] == "NOT_IN_HAND"
