@@ -20,10 +20,10 @@ from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, Tally, uchar
 from kingrec._wire cimport (
     I32_MAX, U32_MAX, WT_LEN, WT_VARINT, enum32, length_delimited, packed_sint32, skip_field,
-    string_field, tag, u32, utf8_ok, varint, varint_long, walk_strings,
+    hash64, string_field, tag, u32, utf8_ok, varint, varint_long, walk_strings,
 )
 
-__all__ = ["MatchChecker"]
+__all__ = ["MatchChecker", "content_key"]
 
 # kingrec.limits (tests/test_fastcheck.py holds them to the Python values).
 cdef enum:
@@ -503,19 +503,33 @@ cdef class MatchChecker:
         return [self._check(payload) for payload in payloads]
 
     def check_run(self, list payloads):
-        """``(clean, deals, dirty)`` for a list of payloads: how many are certainly clean and
-        the deals they hold, and the indices of the others (for the reference validator).
-        Nothing is made per clean match: the fast way through a file when only the records
-        with something to report are wanted one by one."""
+        """``(clean, deals, dirty, keys)`` for a list of payloads: how many are certainly clean
+        and the deals they hold, the indices of the others (for the reference validator),
+        and each clean one's ``content_key`` packed as native uint64s (8 bytes each, in
+        order). Nothing else is made per clean match: the fast way through a file when only
+        the records with something to report are wanted one by one."""
         cdef Py_ssize_t i, n = len(payloads), clean = 0, deals = 0, found
         cdef list dirty = []
         cdef MatchTop top
+        cdef bytearray keys = bytearray(8 * n)
+        cdef uint64_t* slot = <uint64_t*><char*>keys
         for i in range(n):
             payload = payloads[i]
             found = self._clean_deals(payload, &top) if PyBytes_CheckExact(payload) else -1
             if found < 0:
                 dirty.append(i)
             else:
+                slot[clean] = _key(payload)
                 clean += 1
                 deals += found
-        return clean, deals, dirty
+        del keys[8 * clean:]
+        return clean, deals, dirty, bytes(keys)
+
+
+cdef inline uint64_t _key(bytes payload) noexcept:
+    return hash64(<const uchar*>PyBytes_AS_STRING(payload), PyBytes_GET_SIZE(payload))
+
+
+def content_key(bytes payload):
+    """A 64-bit key of a record's bytes: equal records, equal keys (not cryptographic)."""
+    return _key(payload)

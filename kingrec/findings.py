@@ -66,6 +66,8 @@ CODES: dict[str, str] = {
     "RULESET_INVALID": "the ruleset cannot be resolved",
     "LIMIT_EXCEEDED": "a record over one of kingrec's bounds (kingrec.limits); not checked",
     "STATUS_MISSING": "the match status is not set",
+    "DUPLICATE_RECORD": "the same match (same id, same content) appears again (a warning)",
+    "UNKNOWN_JSON_KEY": "a JSON key the schema does not know, dropped (a warning)",
     "FORMAT_VERSION": "a record format version this validator does not know",
     "SCORE_MISMATCH": "claimed deal scores differ from the computed ones",
     "TOTALS_MISMATCH": "claimed match totals differ from the computed ones",
