@@ -18,6 +18,7 @@ from libc.string cimport memcmp
 
 from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, Tally, uchar
+from kingrec._v1wire cimport DealMsg, parse_deal
 from kingrec._wire cimport (
     I32_MAX, U32_MAX, WT_LEN, WT_VARINT, enum32, length_delimited, packed_sint32, skip_field,
     hash64, string_field, tag, u32, utf8_ok, varint, varint_long, walk_strings,
@@ -159,89 +160,6 @@ cdef bint _scan_top(const uchar* p, const uchar* end, MatchTop* top) noexcept no
     return True
 
 
-cdef struct DealMsg:
-    uint64_t number
-    uint64_t dealer
-    uint64_t declarer
-    uint64_t contract
-    uint64_t trump
-    uint64_t revoke_play
-    uint64_t end
-    uint64_t trump_think
-    bint has_dealer
-    bint has_revoke
-    bint has_trump_think
-    const uchar* hands
-    Py_ssize_t nhands
-    const uchar* plays
-    Py_ssize_t nplays
-    const uchar* think
-    Py_ssize_t think_len
-    const uchar* autos
-    Py_ssize_t autos_len
-    const uchar* scores
-    Py_ssize_t scores_len
-
-
-cdef bint _parse_deal(const uchar* p, const uchar* end, DealMsg* d) noexcept nogil:
-    cdef uint64_t field
-    cdef int wt
-    d.number = d.dealer = d.declarer = d.contract = d.trump = d.revoke_play = 0
-    d.end = d.trump_think = 0
-    d.has_dealer = d.has_revoke = d.has_trump_think = False
-    d.hands = d.plays = d.think = d.autos = d.scores = NULL
-    d.nhands = d.nplays = d.think_len = d.autos_len = d.scores_len = 0
-    while p < end:
-        if not tag(&p, end, &field, &wt):
-            return False
-        if field == 7:
-            if wt != WT_LEN or not length_delimited(&p, end, &d.plays, &d.nplays):
-                return False
-        elif field == 6:
-            if wt != WT_LEN or not length_delimited(&p, end, &d.hands, &d.nhands):
-                return False
-        # Packed repeated fields seen more than once are left to the reference.
-        elif field == 8:
-            if wt != WT_LEN or d.think != NULL or not length_delimited(&p, end, &d.think, &d.think_len):
-                return False
-        elif field == 9:
-            if wt != WT_LEN or d.autos != NULL or not length_delimited(&p, end, &d.autos, &d.autos_len):
-                return False
-        elif field == 12:
-            if wt != WT_LEN or d.scores != NULL or not length_delimited(&p, end, &d.scores, &d.scores_len):
-                return False
-        elif field == 1:
-            if not u32(&p, end, wt, &d.number):
-                return False
-        elif field == 2:
-            if not u32(&p, end, wt, &d.dealer):
-                return False
-            d.has_dealer = True
-        elif field == 3:
-            if not u32(&p, end, wt, &d.declarer):
-                return False
-        elif field == 4:
-            if not enum32(&p, end, wt, &d.contract):
-                return False
-        elif field == 5:
-            if not enum32(&p, end, wt, &d.trump):
-                return False
-        elif field == 10:
-            if not u32(&p, end, wt, &d.revoke_play):
-                return False
-            d.has_revoke = True
-        elif field == 11:
-            if not enum32(&p, end, wt, &d.end):
-                return False
-        elif field == 13:
-            if not u32(&p, end, wt, &d.trump_think):
-                return False
-            d.has_trump_think = True
-        elif not skip_field(&p, end, wt):
-            return False
-    return True
-
-
 cdef bint _check_metadata(const DealMsg* d, const CoreRules* r) noexcept nogil:
     """Think times, auto plays, the revoke mark and the clocks give no finding
     (validator check_play_metadata)."""
@@ -295,7 +213,7 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     cdef int seat, contract, trump, expected, nscores = 0
     cdef int64_t scores[4]
     cdef int64_t claimed[4]
-    if not _parse_deal(p, end, &d):
+    if not parse_deal(p, end, &d):
         return False
     # deal number, declarer, dealer
     if d.number != <uint64_t>number or d.declarer > 3:
