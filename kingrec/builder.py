@@ -328,8 +328,8 @@ class DealBuilder:
         except IllegalPlayError as exc:
             legal = " ".join(card_symbol(c) for c in exc.legal) or "none"
             raise IllegalPlayError(
-                f"{where}: seat {self.to_play} may not play {card_symbol(code)}: {exc.verdict}, "
-                f"{CODES.get(exc.verdict, exc.verdict)} (legal: {legal})",
+                f"{where}: seat {self.to_play} may not play {card_symbol(code)} ({exc.verdict}: "
+                f"{CODES.get(exc.verdict, exc.verdict)}); legal: {legal}",
                 exc.verdict,
                 exc.legal,
             ) from None
@@ -373,7 +373,7 @@ class DealBuilder:
         if self.over:
             end = end_to_proto(self._state.end)
             raise RecordBuildError(
-                f"{where}: the deal ended {_ENDED.get(end, 'already')} after {index} plays; "
+                f"{where}: the deal ended {_ENDED.get(end, 'already')} ({index} plays); "
                 f"{card!r} comes after its end"
             )
         if think_ms is not None:
