@@ -13,7 +13,7 @@ The public API, small on purpose; every name is documented::
 Records are ``kingrec.v1.record_pb2.Match`` protobuf messages; ``MatchBuilder`` (or
 ``build_match``) makes them from a game a client played and ``write_records`` writes them
 as .krec or JSON Lines. Cards are plain int codes 0..51 (``suit * 13 + rank``; suits clubs,
-diamonds, hearts, spades; ranks 2..A): ``parse_card("QS")`` and ``card_name(49) == "KS"``
+diamonds, hearts, spades; ranks 2..A): ``parse_card("QS")`` and ``card_name(50) == "KS"``
 convert. Seats are 0..3 in order of play. Every error kingrec raises on purpose is a
 ``KingrecError``.
 
