@@ -65,7 +65,7 @@ from .v1 import record_pb2 as pb
 
 __all__ = ["DealBuilder", "DealInput", "MatchBuilder", "PlayerInfo", "build_match"]
 
-FORMAT_VERSION = 1
+_FORMAT_VERSION = 1  # kingrec.v1 records
 _UINT32 = 1 << 32
 
 CardLike = str | int
@@ -456,7 +456,7 @@ class MatchBuilder:
         self.rules = rules
         """The ruleset the match is played and judged by."""
         match = pb.Match(
-            format_version=FORMAT_VERSION,
+            format_version=_FORMAT_VERSION,
             match_id=_text(match_id, "match_id") if match_id is not None else str(uuid.uuid4()),
         )
         meta = match.metadata
