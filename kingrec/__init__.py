@@ -66,6 +66,13 @@ _ORIGINS = {
     "RulesetError": ".errors",
     "UnreadableFileError": ".errors",
     "UnsupportedVersionError": ".errors",
+    "QueryError": ".errors",
+    "QueryLimitError": ".errors",
+    "QueryRefusedError": ".errors",
+    "StoreError": ".errors",
+    "StoreVersionError": ".errors",
+    # the store
+    "Store": ".store",
 }
 
 __all__ = [
@@ -83,11 +90,17 @@ __all__ = [
     "MatchBuilder",
     "MatchReport",
     "NotRecordFileError",
+    "QueryError",
+    "QueryLimitError",
+    "QueryRefusedError",
     "Record",
     "RecordBuildError",
     "RecordFileError",
     "Ruleset",
     "RulesetError",
+    "Store",
+    "StoreError",
+    "StoreVersionError",
     "UnreadableFileError",
     "UnsupportedVersionError",
     "build_match",
@@ -122,9 +135,14 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ lo
     from .errors import KingrecError as KingrecError
     from .errors import LimitError as LimitError
     from .errors import NotRecordFileError as NotRecordFileError
+    from .errors import QueryError as QueryError
+    from .errors import QueryLimitError as QueryLimitError
+    from .errors import QueryRefusedError as QueryRefusedError
     from .errors import RecordBuildError as RecordBuildError
     from .errors import RecordFileError as RecordFileError
     from .errors import RulesetError as RulesetError
+    from .errors import StoreError as StoreError
+    from .errors import StoreVersionError as StoreVersionError
     from .errors import UnreadableFileError as UnreadableFileError
     from .errors import UnsupportedVersionError as UnsupportedVersionError
     from .findings import MatchReport as MatchReport
@@ -134,6 +152,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ lo
     from .replay import replay_match as replay_match
     from .rules import Ruleset as Ruleset
     from .rules import preset as preset
+    from .store import Store as Store
 
 
 if not TYPE_CHECKING:  # hidden from type checkers, which would take any name as Any

@@ -68,7 +68,7 @@ CODES: dict[str, str] = {
     "STATUS_MISSING": "the match status is not set",
     "DUPLICATE_RECORD": "the same match (same id, same content) appears again (a warning)",
     "UNKNOWN_JSON_KEY": "a JSON key the schema does not know, dropped (a warning)",
-    "MATCH_ID_REUSED": "the store holds another record with other content under this id (a warning)",
+    "MATCH_ID_REUSED": "the store holds another record, other content, under this id (a warning)",
     "FORMAT_VERSION": "a record format version this validator does not know",
     "SCORE_MISMATCH": "claimed deal scores differ from the computed ones",
     "TOTALS_MISMATCH": "claimed match totals differ from the computed ones",

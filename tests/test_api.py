@@ -59,6 +59,13 @@ PUBLIC = [
     "RulesetError",
     "UnreadableFileError",
     "UnsupportedVersionError",
+    "QueryError",
+    "QueryLimitError",
+    "QueryRefusedError",
+    "StoreError",
+    "StoreVersionError",
+    # the store
+    "Store",
 ]
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -47,7 +48,7 @@ def _krec(path: Path, matches: list[pb.Match]) -> Path:
     return path
 
 
-def _rows(store: Store, sql: str) -> list[tuple[object, ...]]:
+def _rows(store: Store, sql: str) -> list[tuple[Any, ...]]:
     return store.con.execute(sql).fetchall()
 
 
