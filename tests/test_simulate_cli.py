@@ -183,3 +183,14 @@ def test_progress_bar_can_be_forced_on_without_changing_output(tmp_path: Path) -
     assert result.returncode == 0
     assert b"simulated 2 matches" in result.stderr
     assert quiet.read_bytes() == shown.read_bytes()
+
+
+def test_the_default_seed_gives_every_preset_its_own_match_ids(tmp_path: Path) -> None:
+    ids: dict[str, set[str]] = {}
+    for name in sorted(PRESETS):
+        out = tmp_path / f"{name}.jsonl"
+        simulate("--preset", name, "--matches", "2", "-o", str(out))
+        lines = out.read_text(encoding="utf-8").splitlines()
+        ids[name] = {loads_match(line).match_id for line in lines}
+        assert all(i.startswith(f"sim-{name}-") for i in ids[name])
+    assert len(set().union(*ids.values())) == 2 * len(PRESETS)
