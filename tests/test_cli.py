@@ -52,7 +52,7 @@ def test_validate_invalid_file_exits_1_and_names_the_problem() -> None:
     result = run("validate", str(SAMPLES / "invalid" / "must-follow-suit.krec"))
     assert result.returncode == 1
     out = result.stdout.decode()
-    assert "INVALID" in out and "MUST_FOLLOW_SUIT" in out and "frame 1, byte 12" in out  # frames count from 1
+    assert "INVALID" in out and "MUST_FOLLOW_SUIT" in out and "frame 1, byte 12" in out
     assert "had to follow suit" in out
 
 
