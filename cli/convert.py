@@ -18,7 +18,7 @@ from .errors import (
     EXIT_UNREADABLE,
     user_errors,
 )
-from .helptext import epilog
+from .helptext import Command, epilog
 from .lines import damage_text
 from .terminal import Terminal
 
@@ -33,6 +33,7 @@ EXAMPLES = [
 
 
 @click.command(
+    cls=Command,
     epilog=epilog(
         EXAMPLES,
         (
@@ -42,7 +43,7 @@ EXAMPLES = [
             EXIT_INTERRUPTED,
             EXIT_CLOSED_PIPE,
         ),
-    )
+    ),
 )
 @click.argument("source", type=click.Path(allow_dash=True, dir_okay=False))
 @click.argument("target", type=click.Path(allow_dash=True, dir_okay=False))

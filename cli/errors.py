@@ -9,6 +9,8 @@ import click
 
 from kingrec.errors import KingrecError
 
+from .terminal import write_error
+
 EXIT_OK = 0
 EXIT_INVALID = 1  # some record is not a valid match
 EXIT_UNREADABLE = 2  # a file could not be read, is damaged, or the usage was wrong
@@ -53,7 +55,7 @@ class Failed(click.ClickException):
         self.code = code
 
     def show(self, file: object = None) -> None:
-        click.echo(f"kingrec: error: {self.format_message()}", err=True)
+        write_error(f"kingrec: error: {self.format_message()}")
 
 
 def _message(exc: Exception) -> str:

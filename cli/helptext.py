@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from .errors import EXIT_STATUSES
+import sys
 
-__all__ = ["epilog"]
+import click
+
+from .errors import EXIT_STATUSES
+from .terminal import fit
+
+__all__ = ["Command", "epilog"]
+
+
+class Command(click.Command):
+    """A command whose help is written as standard output can hold it (click itself writes
+    UTF-8 to a stream that says it is ASCII)."""
+
+    def get_help(self, ctx: click.Context) -> str:
+        return fit(super().get_help(ctx), sys.stdout)
 
 
 def epilog(

@@ -24,7 +24,7 @@ from .errors import (
     EXIT_UNREADABLE,
 )
 from .helptext import epilog
-from .terminal import prepare_streams
+from .terminal import fit, prepare_streams, write_error
 
 __all__ = ["main", "run"]
 
@@ -47,7 +47,7 @@ def _show_usage_error(exc: click.UsageError) -> None:
     if ctx is not None:
         lines.append(ctx.get_usage())
         lines.append(f"Try '{ctx.command_path} {ctx.help_option_names[-1]}' for help.")
-    click.echo("\n".join(lines), err=True)
+    write_error("\n".join(lines))
 
 
 def _closed_pipe() -> None:
@@ -61,6 +61,9 @@ def _closed_pipe() -> None:
 class _KingrecGroup(click.Group):
     """Commands imported when used; every error the user sees in one style, ``kingrec:
     error: ...``; the exit statuses of ``EXIT_STATUSES``."""
+
+    def get_help(self, ctx: click.Context) -> str:
+        return fit(super().get_help(ctx), sys.stdout)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*super().list_commands(ctx), *COMMANDS]
@@ -101,7 +104,7 @@ class _KingrecGroup(click.Group):
             exc.show()
             status = exc.exit_code
         except (click.Abort, KeyboardInterrupt):
-            click.echo("kingrec: interrupted", err=True)
+            write_error("kingrec: interrupted")
             status = EXIT_INTERRUPTED
         except OSError as exc:
             if exc.errno != errno.EPIPE:
@@ -154,9 +157,8 @@ def run() -> None:
     except Exception as exc:  # a bug in kingrec: say so in one line, keep the trace for debugging
         if os.environ.get("KINGREC_DEBUG"):
             raise
-        click.echo(
+        write_error(
             f"kingrec: internal error: {type(exc).__name__}: {exc} "
-            "(please report it; KINGREC_DEBUG=1 shows the traceback)",
-            err=True,
+            "(please report it; KINGREC_DEBUG=1 shows the traceback)"
         )
         sys.exit(EXIT_INTERNAL)

@@ -19,7 +19,7 @@ from .errors import (
     EXIT_UNREADABLE,
     user_errors,
 )
-from .helptext import epilog
+from .helptext import Command, epilog
 from .lines import damage_text
 from .matchview import MatchView
 from .terminal import Terminal
@@ -35,6 +35,7 @@ EXAMPLES = [
 
 
 @click.command(
+    cls=Command,
     epilog=epilog(
         EXAMPLES,
         (
@@ -46,7 +47,7 @@ EXAMPLES = [
             EXIT_INTERNAL,
             EXIT_CLOSED_PIPE,
         ),
-    )
+    ),
 )
 @click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
 @click.option("--match", "match_id", metavar="ID", help="Show the match with this id.")

@@ -23,7 +23,7 @@ from .errors import (
     EXIT_UNREADABLE,
     Failed,
 )
-from .helptext import epilog
+from .helptext import Command, epilog
 from .terminal import Terminal
 
 __all__ = ["simulate"]
@@ -36,6 +36,7 @@ EXAMPLES = [
 
 
 @click.command(
+    cls=Command,
     epilog=epilog(
         EXAMPLES,
         (
@@ -45,7 +46,7 @@ EXAMPLES = [
             EXIT_INTERRUPTED,
             EXIT_CLOSED_PIPE,
         ),
-    )
+    ),
 )
 @click.option(
     "--preset",

@@ -37,7 +37,14 @@ from rich.text import Text
 from kingrec.cards import RANK_LETTERS, RANK_NAMES, SUIT_LETTERS, SUIT_SYMBOLS, card_name
 from kingrec.jsonl import json_line
 
-__all__ = ["Terminal", "can_encode", "prepare_streams", "same_terminal"]
+__all__ = [
+    "Terminal",
+    "can_encode",
+    "fit",
+    "prepare_streams",
+    "same_terminal",
+    "write_error",
+]
 
 FALLBACK = "kingrec-fallback"
 
@@ -92,6 +99,26 @@ def prepare_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper) and stream.errors in ("strict", None):
             stream.reconfigure(errors=FALLBACK)
+
+
+def fit(text: str, stream: IO[Any] | None) -> str:
+    """``text`` with what ``stream`` cannot encode replaced as ``prepare_streams`` does it (for
+    text that click writes itself, and re-encodes as UTF-8 where a stream says ASCII)."""
+    if can_encode(stream, text):
+        return text
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    try:
+        return text.encode(encoding, FALLBACK).decode(encoding)
+    except LookupError:
+        return text.encode("ascii", FALLBACK).decode("ascii")
+
+
+def write_error(line: str) -> None:
+    """One line on standard error, as the stream can hold it (``kingrec: error: ...``)."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    sys.stderr.write(fit(line, sys.stderr) + "\n")
+    sys.stderr.flush()
 
 
 def can_encode(stream: IO[Any] | None, text: str) -> bool:

@@ -25,7 +25,7 @@ from .errors import (
     Failed,
     user_errors,
 )
-from .helptext import epilog
+from .helptext import Command, epilog
 from .lines import damage_line, finding_line
 from .places import place
 from .terminal import Terminal
@@ -74,10 +74,11 @@ EXAMPLES = [
 
 
 @click.command(
+    cls=Command,
     epilog=epilog(
         EXAMPLES,
         (EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_CLOSED_PIPE),
-    )
+    ),
 )
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option(
