@@ -27,7 +27,7 @@ def test_files_are_yielded_as_given_whatever_their_name_and_whether_or_not_they_
 def test_a_directory_means_its_record_files_below_it_in_name_order(tmp_path: Path) -> None:
     _touch(tmp_path, "b.krec", "a.jsonl", "c.json", "d.ndjson", "e.txt", "Z.KREC", "sub/x.krec")
     _touch(tmp_path, "sub/deeper/y.jsonl", ".hidden.krec", ".git/z.krec", ".m.krec.kingrec-1.tmp")
-    found = [Path(p).relative_to(tmp_path).as_posix() for p in record_paths([str(tmp_path)])]
+    found = [Path(str(p)).relative_to(tmp_path).as_posix() for p in record_paths([str(tmp_path)])]
     assert found == ["Z.KREC", "a.jsonl", "b.krec", "c.json", "d.ndjson", "sub/deeper/y.jsonl",
                      "sub/x.krec"]  # fmt: skip
 
