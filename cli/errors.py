@@ -9,7 +9,7 @@ import click
 
 from kingrec.errors import KingrecError
 
-from .terminal import write_error
+from .streams import write_error
 
 EXIT_OK = 0
 EXIT_INVALID = 1  # some record is not a valid match

@@ -7,7 +7,7 @@ import sys
 import click
 
 from .errors import EXIT_STATUSES
-from .terminal import fit
+from .streams import fit
 
 __all__ = ["Command", "epilog"]
 

@@ -24,7 +24,7 @@ from .errors import (
     EXIT_UNREADABLE,
 )
 from .helptext import epilog
-from .terminal import fit, prepare_streams, write_error
+from .streams import fit, prepare_streams, write_error
 
 __all__ = ["main", "run"]
 
