@@ -106,7 +106,11 @@ def _assert_same_as_reference(payload: bytes) -> Outcome:
 def test_simulated_matches_are_clean(name: str, seed: int) -> None:
     payload = _payload(name, seed)
     clean, deals, match_id = fastcheck.check_payload(payload)
-    assert (clean, deals, match_id) == (True, _RULESETS[name].deal_count, f"sim-{seed}")
+    assert (clean, deals, match_id) == (
+        True,
+        _RULESETS[name].deal_count,
+        f"sim-{_RULESETS[name].preset}-{seed}",
+    )
     location = Location("x.krec", 3, 99)
     report = fastcheck.validate_payload(payload, location)
     assert report == validate_match(pb.Match.FromString(payload), location)

@@ -351,9 +351,9 @@ def test_a_query_that_never_ends_is_stopped_at_its_time_limit(store_path: str) -
 def test_list_matches_pages_and_filters(store_path: str) -> None:
     with Store.open(store_path, read_only=True) as store:
         page, token = store.list_matches(limit=4)
-        assert [r["match_id"] for r in page] == [f"sim-{s}" for s in range(4)] and token
+        assert [r["match_id"] for r in page] == [f"sim-classic-{s}" for s in range(4)] and token
         rest, end = store.list_matches(limit=4, after=token)
-        assert [r["match_id"] for r in rest] == ["sim-4", "sim-5"] and end is None
+        assert [r["match_id"] for r in rest] == ["sim-classic-4", "sim-classic-5"] and end is None
         assert store.list_matches(player="Ayşe")[0] and not store.list_matches(player="Nobody")[0]
         assert len(store.list_matches(preset="classic", valid=True, status="complete")[0]) == 6
         assert not store.list_matches(valid=False)[0]
@@ -361,7 +361,7 @@ def test_list_matches_pages_and_filters(store_path: str) -> None:
 
 def test_get_match_gives_the_record_back(store_path: str) -> None:
     with Store.open(store_path, read_only=True) as store:
-        record = store.get_match("sim-3")
+        record = store.get_match("sim-classic-3")
         assert record is not None
         assert pb.Match.FromString(record) == simulate_match(preset("classic"), 3)
         assert store.get_match("nope") is None

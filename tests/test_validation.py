@@ -44,9 +44,9 @@ def test_counting_the_clean_records_reports_the_same_problems(
     path = _krec(tmp_path / "five.krec", _matches())
     every = list(validate_file(str(path), twins=twins))
     counted = list(validate_file(str(path), count_clean=True, twins=twins))
-    assert [r.match_id for r in _reports(every)] == [f"sim-{s}" for s in range(5)]
+    assert [r.match_id for r in _reports(every)] == [f"sim-short-{s}" for s in range(5)]
     problems = [r for r in _reports(every) if r.findings]
-    assert [r.match_id for r in problems] == ["sim-2"]
+    assert [r.match_id for r in problems] == ["sim-short-2"]
     assert [r for r in _reports(counted) if r.findings] == problems
     clean = sum(item.count for item in counted if isinstance(item, CleanMatches))
     if twins.fastcheck is None:  # the pure path reports every record
@@ -86,7 +86,7 @@ def test_a_record_over_a_bound_is_reported_not_judged(
         assert isinstance(item, MatchReport), item
         assert [f.code for f in item.findings] == ["LIMIT_EXCEEDED"]
         assert says in item.findings[0].message
-        assert item.match_id == "sim-1"
+        assert item.match_id == "sim-short-1"
         assert not item.valid
 
 
@@ -97,7 +97,7 @@ def test_damage_passes_through_in_file_order(tmp_path: Path, twins: _twins.Twins
     path.write_bytes(bytes(data))
     items = list(validate_file(str(path), twins=twins))
     assert isinstance(items[0], Damage) and items[0].code == "FRAME_CORRUPT"
-    assert isinstance(items[1], MatchReport) and items[1].match_id == "sim-1"
+    assert isinstance(items[1], MatchReport) and items[1].match_id == "sim-short-1"
 
 
 def test_a_record_seen_again_is_a_duplicate_warning_in_a_file_and_across_files(
@@ -110,7 +110,7 @@ def test_a_record_seen_again_is_a_duplicate_warning_in_a_file_and_across_files(
         repeated = [
             r for r in _reports(items) if any(f.code == "DUPLICATE_RECORD" for f in r.findings)
         ]
-        assert [(r.match_id, r.location.frame, r.valid) for r in repeated] == [("sim-0", 2, True)]
+        assert [(r.match_id, r.location.frame, r.valid) for r in repeated] == [("sim-short-0", 2, True)]
         total = sum(i.count for i in items if isinstance(i, CleanMatches)) + len(_reports(items))
         assert total == 4
     # The same records in a second file are repeats when the run shares its memory.
