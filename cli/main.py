@@ -14,7 +14,7 @@ from kingrec import __version__
 
 from .errors import EXIT_INTERNAL
 
-__all__ = ["main", "run"]
+__all__ = ["Terminated", "main", "run"]
 
 # Each command lives in its own module, imported only when it runs (or help lists it), so a
 # command pays the start-up time of what it uses and no more.
@@ -26,9 +26,26 @@ COMMANDS = {
 }
 
 
+class Terminated(SystemExit, KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that the run unwinds like Ctrl-C: partial output
+    is removed and worker processes are stopped; the exit status is 128 + the signal number.
+
+    A SystemExit, so nothing reports it, and also a KeyboardInterrupt, because CPython lets no
+    C code swallow one: it clears other errors in places (a plain SystemExit raised while a
+    module was being compiled, by its constant folding, was lost and the run went on).
+    """
+
+
 class _LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*super().list_commands(ctx), *COMMANDS]
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except Terminated as exc:
+            # click would take it for Ctrl-C ("Aborted!", exit 1): exit as SIGTERM asks.
+            raise SystemExit(exc.code) from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in COMMANDS:
@@ -49,8 +66,7 @@ def main() -> None:
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:
-    # Unwind like Ctrl-C does, so partial output is removed and worker processes stopped.
-    raise SystemExit(128 + signum)
+    raise Terminated(128 + signum)
 
 
 def run() -> None:

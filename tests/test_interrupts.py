@@ -235,3 +235,35 @@ def test_a_live_runs_temporary_file_is_left_alone(
     assert first.temporary(target).exists()
     assert first.stop(signal.SIGTERM)[0] == _expected_status(signal.SIGTERM)
     assert _files(tmp_path) == [target.name]  # the second run's output, untouched
+
+
+# -- the signal is never lost -------------------------------------------------------------------
+
+# Compiles a module while a timer signal goes to the handler (kingrec's, or a plain SystemExit):
+# parsing the source checks no signal, the constant folding of 2**63 at its end does, and
+# CPython clears any error raised there but a KeyboardInterrupt. A command imports (and, with
+# no .pyc at hand, compiles) its modules after the handler is installed.
+_COMPILING = """
+import signal, sys
+from kingrec_cli import main
+
+def plain(signum, frame):
+    raise SystemExit(128 + signum)
+
+signal.signal(signal.SIGALRM, main._terminated if sys.argv[1] == "kingrec" else plain)
+signal.setitimer(signal.ITIMER_REAL, 0.02)
+compile("a = 1\\n" * 100_000 + "b = 2**63\\n", "slow", "exec")
+print("the signal was lost")
+"""
+
+
+@pytest.mark.parametrize("handler", ["kingrec", "plain"])
+def test_a_signal_while_a_module_is_compiled_still_stops_the_run(handler: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _COMPILING, handler], capture_output=True, timeout=120, check=False
+    )
+    assert result.stderr == b""
+    if handler == "plain":  # why the CLI's handler raises more than a SystemExit
+        assert (result.returncode, result.stdout) == (0, b"the signal was lost\n")
+    else:
+        assert (result.returncode, result.stdout) == (128 + signal.SIGALRM, b"")
