@@ -26,7 +26,7 @@ from .errors import (
 from .helptext import epilog
 from .streams import fit, prepare_streams, write_error
 
-__all__ = ["main", "run"]
+__all__ = ["Terminated", "main", "run"]
 
 # Each command lives in its own module, imported only when it runs (or help lists it), so a
 # command pays the start-up time of what it uses and no more.
@@ -58,6 +58,16 @@ def _closed_pipe() -> None:
     sys.exit(EXIT_CLOSED_PIPE)
 
 
+class Terminated(SystemExit, KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that the run unwinds like Ctrl-C: partial output
+    is removed and worker processes are stopped; the exit status is 128 + the signal number.
+
+    A SystemExit, so nothing reports it, and also a KeyboardInterrupt, because CPython lets no
+    C code swallow one: it clears other errors in places (a plain SystemExit raised while a
+    module was being compiled, by its constant folding, was lost and the run went on).
+    """
+
+
 class _KingrecGroup(click.Group):
     """Commands imported when used; every error the user sees in one style, ``kingrec:
     error: ...``; the exit statuses of ``EXIT_STATUSES``."""
@@ -80,6 +90,9 @@ class _KingrecGroup(click.Group):
             return super().invoke(ctx)
         except BrokenPipeError:  # before click's own handling, which exits 1 ("invalid")
             _closed_pipe()
+        except Terminated as exc:
+            # click would take it for Ctrl-C ("Aborted!", exit 1): exit as SIGTERM asks.
+            raise SystemExit(exc.code) from None
 
     def main(
         self,
@@ -143,8 +156,7 @@ def main() -> None:
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:
-    # Unwind like Ctrl-C does, so partial output is removed and worker processes stopped.
-    raise SystemExit(128 + signum)
+    raise Terminated(128 + signum)
 
 
 def run() -> None:

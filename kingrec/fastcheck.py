@@ -67,7 +67,7 @@ def _core_params(raw: bytes) -> dict[str, object] | None:
     reports exactly why.
     """
     try:
-        msg = pb.Ruleset.FromString(raw)
+        msg = _ruleset_in_a_match(raw)
         if len(msg.preset.encode()) > MAX_STRING_BYTES or any(
             len(getattr(msg, name).contracts) > MAX_FIXED_ORDER for name in _RULESET_SETS
         ):
@@ -75,6 +75,19 @@ def _core_params(raw: bytes) -> dict[str, object] | None:
         return ruleset_from_proto(msg).core_params()
     except Exception:  # any doubt sends the record to the reference
         return None
+
+
+def _ruleset_in_a_match(raw: bytes) -> pb.Ruleset:
+    """The ruleset decoded where it sits, as field 5 of a Match: the decoder's nesting limit
+    (100 levels of messages and groups) then counts the Match too, as it does when the
+    reference decodes the whole record (decoded alone, a ruleset holding groups 100 deep
+    passed, while the record holding it is undecodable)."""
+    size, key = len(raw), bytearray(b"\x2a")  # field 5, length-delimited
+    while size >= 0x80:
+        key.append(size & 0x7F | 0x80)
+        size >>= 7
+    key.append(size)
+    return pb.Match.FromString(bytes(key) + raw).ruleset
 
 
 _CHECKERS: dict[str, _Checker | None] = {}

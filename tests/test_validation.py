@@ -110,7 +110,9 @@ def test_a_record_seen_again_is_a_duplicate_warning_in_a_file_and_across_files(
         repeated = [
             r for r in _reports(items) if any(f.code == "DUPLICATE_RECORD" for f in r.findings)
         ]
-        assert [(r.match_id, r.location.frame, r.valid) for r in repeated] == [("sim-short-0", 2, True)]
+        assert [(r.match_id, r.location.frame, r.valid) for r in repeated] == [
+            ("sim-short-0", 2, True)
+        ]
         total = sum(i.count for i in items if isinstance(i, CleanMatches)) + len(_reports(items))
         assert total == 4
     # The same records in a second file are repeats when the run shares its memory.
