@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from types import ModuleType
 
 import pytest
@@ -13,6 +14,12 @@ from kingrec import _twins
 # per-example deadline (hangs are caught by the time-bounded tests of tests/test_limits.py).
 settings.register_profile("kingrec", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("kingrec")
+
+# A run started in the background (`cmd &`, some CI runners) inherits SIGINT ignored, and so
+# would every command a test starts: the Ctrl-C tests would test nothing. A handled signal is
+# reset to the default on exec, so the commands start as they would from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _twin_params() -> list[object]:
