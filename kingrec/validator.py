@@ -251,7 +251,7 @@ class _MatchCheck:
             return
         if rules.dealer is DealerRule.UNCHECKED or not deal.HasField("dealer") or deal.declarer > 3:
             return
-        expected = deal.declarer if rules.dealer is DealerRule.DECLARER else (deal.declarer + 3) % 4
+        expected = rules.dealer_of(deal.declarer)
         if deal.dealer != expected:
             self.add(
                 "WRONG_DEALER",

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import tomllib
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +63,36 @@ def _ok(result: subprocess.CompletedProcess[str]) -> str:
     output = result.stdout + result.stderr
     assert result.returncode == 0, f"{' '.join(result.args)} failed:\n{output[-6000:]}"
     return output
+
+
+# -- what pyproject.toml says the package is ---------------------------------------------------
+
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_every_package_of_the_tree_is_in_the_distribution() -> None:
+    """setuptools lists its packages by hand: a new folder must be listed or the wheel lacks it."""
+    listed = set(PROJECT["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join((name, *init.parent.relative_to(ROOT / folder).parts))
+        for folder, name in (("kingrec", "kingrec"), ("cli", "kingrec_cli"))
+        for init in (ROOT / folder).glob("**/__init__.py")
+    }
+    assert listed == found
+
+
+def test_the_summary_promises_what_the_package_holds() -> None:
+    summary = PROJECT["project"]["description"]
+    parts = {
+        "validator": "kingrec.validator",
+        "replay": "kingrec.replay",
+        "simulator": "kingrec.simulate",
+        "analysis store": "kingrec.store",
+    }
+    for words, module in parts.items():
+        place = ROOT / Path(*module.split("."))
+        assert words in summary
+        assert place.with_suffix(".py").exists() or (place / "__init__.py").exists()
 
 
 # -- the schema's path, here ------------------------------------------------------------------
