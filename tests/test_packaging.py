@@ -226,7 +226,7 @@ def test_without_a_compiler_kingrec_installs_on_the_pure_twins(venv: Path, sdist
     install = _pip(venv, "install", "-v", "--no-build-isolation", sdist, CC="/nonexistent/cc")
     output = _ok(install)
     assert output.count(FALLBACK_WARNING) == 1, output[-6000:]
-    assert "20x slower" in output and "install a C compiler" in output
+    assert "times slower" in output and "install a C compiler" in output
 
     sample = ROOT / "samples" / "valid" / "classic.krec"
     assert "2 valid, 0 invalid" in _ok(_in(venv, "kingrec", "validate", sample))
