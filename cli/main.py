@@ -23,6 +23,10 @@ COMMANDS = {
     "show": "kingrec_cli.show",
     "convert": "kingrec_cli.convert",
     "simulate": "kingrec_cli.simulate",
+    "serve": "kingrec_cli.serve",
+    "replay": "kingrec_cli.replay",
+    "watch": "kingrec_cli.watch",
+    "publish": "kingrec_cli.publish",
 }
 
 

@@ -1,0 +1,78 @@
+"""Replays: a record's events from where the viewer asked, paced as asked, in batches.
+
+The events themselves are ``kingrec_service.events.record_events``; this module only decides
+when each one leaves: paced replays wait the recorded think time of a card (times a factor)
+or a fixed delay before it, and everything between two waits travels in one message; as fast
+as possible, up to ``BATCH`` events travel together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Iterable
+
+from kingrec.v1 import service_pb2 as svc
+
+from .errors import BadRequestError, ShuttingDownError
+
+__all__ = ["BATCH", "check_pace", "paced", "pause_of"]
+
+BATCH = 512  # events in one message when nothing waits between them
+
+
+def pause_of(event: svc.MatchEvent, pace: svc.Pace) -> float:
+    """Seconds to wait before ``event`` leaves."""
+    mode = pace.WhichOneof("mode")
+    if mode is None:
+        return 0.0
+    kind = event.WhichOneof("event")
+    if mode == "fixed_delay_ms":
+        return pace.fixed_delay_ms / 1000 if kind == "card_played" else 0.0
+    if kind == "card_played" and event.card_played.HasField("think_ms"):
+        return event.card_played.think_ms * pace.think_time_factor / 1000
+    if kind == "contract_chosen" and event.contract_chosen.HasField("think_ms"):
+        return event.contract_chosen.think_ms * pace.think_time_factor / 1000
+    return 0.0
+
+
+def check_pace(pace: svc.Pace) -> None:
+    mode = pace.WhichOneof("mode")
+    factor = pace.think_time_factor
+    if mode == "think_time_factor" and not 0 <= factor <= 1000:  # NaN fails too
+        raise BadRequestError(f"think_time_factor must be between 0 and 1000, not {factor}")
+
+
+def _where(event: svc.MatchEvent) -> str:
+    kind = event.WhichOneof("event")
+    if kind == "card_played":
+        card = event.card_played
+        return f"start_deal={card.deal}, start_trick={card.trick}"
+    if kind == "contract_chosen":
+        return f"start_deal={event.contract_chosen.deal}"
+    return f"the event after {event.seq - 1}"
+
+
+async def paced(
+    events: Iterable[svc.MatchEvent], pace: svc.Pace, stopping: asyncio.Event
+) -> AsyncGenerator[list[svc.MatchEvent]]:
+    """``events`` in messages, each leaving at its time. A stopping server ends the replay
+    with ``ShuttingDownError`` saying where to start again."""
+    batch: list[svc.MatchEvent] = []
+    for event in events:
+        wait = pause_of(event, pace)
+        if wait > 0 or len(batch) >= BATCH:
+            if batch:
+                yield batch
+                batch = []
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), wait)
+        if stopping.is_set():
+            raise ShuttingDownError(
+                f"the server is shutting down; replay again from {_where(event)}",
+                event.seq - 1,
+            )
+        batch.append(event)
+    if batch:
+        yield batch
