@@ -137,12 +137,13 @@ def _wrap(handler: grpc.RpcMethodHandler[Any, Any], method: str) -> grpc.RpcMeth
                     return
                 async with aclosing(inner(request, context)) as responses:
                     async for response in responses:
-                        await context.write(response)
+                        try:
+                            await context.write(response)
+                        except grpc.aio.InternalError:
+                            return  # the call broke (the client went away): no one to tell
             except (grpc.aio.AbortError, grpc.aio.UsageError):
                 raise
             except Exception as exc:
-                if context.cancelled() or context.done():
-                    return  # the client went away: there is no one to tell
                 await _abort(context, exc, method)
 
         behaviour = writer
@@ -162,13 +163,23 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
     """Errors to status codes through ``kingrec_service.errors.STATUS``; requests decoded
     with a precise refusal."""
 
+    def __init__(self) -> None:
+        # method -> (its handler, wrapped): a service's handlers are the same on every call
+        self._wrapped: dict[str, tuple[Any, grpc.RpcMethodHandler[Any, Any]]] = {}
+
     async def intercept_service(
         self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
     ) -> grpc.RpcMethodHandler[Any, Any] | None:
         handler = await continuation(handler_call_details)
         if handler is None:
             return None
-        return _wrap(handler, handler_call_details.method)
+        method = handler_call_details.method
+        known = self._wrapped.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
+        wrapped = _wrap(handler, method)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
 
 
 def _refuse(

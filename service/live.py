@@ -58,7 +58,7 @@ from .errors import (
     RefusedError,
     TooManyMatchesError,
 )
-from .events import EventWriter, framed, seat_view
+from .events import Event, EventWriter, response
 
 __all__ = ["Hub", "LiveConfig", "LiveMatch", "StoreFinished"]
 
@@ -72,7 +72,7 @@ class LiveConfig:
     batch: int = 512  # events in one message to a viewer
     idle_timeout: float = 600.0  # seconds a match may wait for a publisher, then abandoned
     retention: float = 600.0  # seconds a finished match stays watchable
-    max_matches: int = 10_000  # live and retained matches at once
+    max_matches: int = 1000  # live and retained matches at once
 
 
 def _errors(match: pb.Match) -> list[Finding]:
@@ -102,12 +102,8 @@ class LiveMatch:
         self._think: list[int | None] = []  # its think times as published
         self._items = 0  # deal_events items of the deal in progress already written
         self._writer = EventWriter()
-        self.events: list[svc.MatchEvent] = []
+        self.events: list[Event] = []  # encoded once for every viewer
         self.times: list[float] = []  # loop time of each event
-        # Each event encoded once for every viewer (kingrec_service.events.framed), in the
-        # full view and, as viewers ask for them, in each seat's view.
-        self._framed: list[bytes] = []
-        self._seat_framed: dict[int, list[bytes]] = {}
         self._loop = asyncio.get_running_loop()
         self._changed = asyncio.Event()  # set (and replaced) whenever events are added
         self.finished = False
@@ -121,13 +117,12 @@ class LiveMatch:
     def match_id(self) -> str:
         return self.match.match_id
 
-    def _log(self, events: list[svc.MatchEvent]) -> None:
+    def _log(self, events: list[Event]) -> None:
         if not events:
             return
         now = self._loop.time()
         self.events += events
         self.times += [now] * len(events)
-        self._framed += [framed(e) for e in events]
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
@@ -239,7 +234,7 @@ class LiveMatch:
             else:
                 del deal.claimed_scores[:]
                 deal.claimed_scores.extend(last.scores)
-        events = []
+        events: list[Event] = []
         for item in items[self._items :]:
             events += self._writer.deal_event(deal, number, item)
         self._items = len(items)
@@ -314,12 +309,14 @@ class LiveMatch:
         try:
             live_from = len(self.events)  # events from here on were published while watching
             cursor = after
-            if after == 0:
+            if after == 0:  # the snapshot: at least one message, so the viewer knows it is in
                 due = self._due(delay)
-                while cursor < due:
+                while True:
                     end = min(due, cursor + config.batch)
                     yield cursor, end, True
                     cursor = end
+                    if cursor >= due:
+                        break
             while True:
                 due = self._due(0 if stopping.is_set() else delay)
                 if cursor < due:
@@ -352,15 +349,7 @@ class LiveMatch:
 
     def encoded(self, start: int, end: int, seat: int | None, snapshot: bool) -> bytes:
         """The WatchResponse holding ``events[start:end]`` (as ``seat`` sees them), encoded."""
-        if seat is None:
-            chosen = self._framed
-        else:
-            chosen = self._seat_framed.setdefault(seat, [])
-            for i in range(len(chosen), end):
-                event = self.events[i]
-                shown = seat_view(event, seat)
-                chosen.append(self._framed[i] if shown is event else framed(shown))
-        body = b"".join(chosen[start:end])
+        body = response(self.events[start:end], seat)
         return body + b"\x10\x01" if snapshot else body  # field 2, snapshot = true
 
     def summary(self) -> svc.MatchSummary:

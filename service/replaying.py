@@ -15,24 +15,20 @@ from collections.abc import AsyncGenerator, Iterable
 from kingrec.v1 import service_pb2 as svc
 
 from .errors import BadRequestError, ShuttingDownError
+from .events import Event
 
 __all__ = ["BATCH", "check_pace", "paced", "pause_of"]
 
 BATCH = 512  # events in one message when nothing waits between them
 
 
-def pause_of(event: svc.MatchEvent, pace: svc.Pace) -> float:
+def pause_of(event: Event, pace: svc.Pace) -> float:
     """Seconds to wait before ``event`` leaves."""
     mode = pace.WhichOneof("mode")
-    if mode is None:
-        return 0.0
-    kind = event.WhichOneof("event")
     if mode == "fixed_delay_ms":
-        return pace.fixed_delay_ms / 1000 if kind == "card_played" else 0.0
-    if kind == "card_played" and event.card_played.HasField("think_ms"):
-        return event.card_played.think_ms * pace.think_time_factor / 1000
-    if kind == "contract_chosen" and event.contract_chosen.HasField("think_ms"):
-        return event.contract_chosen.think_ms * pace.think_time_factor / 1000
+        return pace.fixed_delay_ms / 1000 if event.kind == "card_played" else 0.0
+    if mode == "think_time_factor" and event.pause_ms > 0:
+        return event.pause_ms * pace.think_time_factor / 1000
     return 0.0
 
 
@@ -43,24 +39,23 @@ def check_pace(pace: svc.Pace) -> None:
         raise BadRequestError(f"think_time_factor must be between 0 and 1000, not {factor}")
 
 
-def _where(event: svc.MatchEvent) -> str:
-    kind = event.WhichOneof("event")
-    if kind == "card_played":
-        card = event.card_played
-        return f"start_deal={card.deal}, start_trick={card.trick}"
-    if kind == "contract_chosen":
-        return f"start_deal={event.contract_chosen.deal}"
-    return f"the event after {event.seq - 1}"
+def _where(event: Event) -> str:
+    if event.kind == "card_played":
+        return f"start_deal={event.deal}, start_trick={event.trick}"
+    if event.deal:
+        return f"start_deal={event.deal}"
+    return "the start"
 
 
 async def paced(
-    events: Iterable[svc.MatchEvent], pace: svc.Pace, stopping: asyncio.Event
-) -> AsyncGenerator[list[svc.MatchEvent]]:
-    """``events`` in messages, each leaving at its time. A stopping server ends the replay
+    events: Iterable[Event], pace: svc.Pace, stopping: asyncio.Event
+) -> AsyncGenerator[list[Event]]:
+    """``events`` in batches, each leaving at its time. A stopping server ends the replay
     with ``ShuttingDownError`` saying where to start again."""
-    batch: list[svc.MatchEvent] = []
+    batch: list[Event] = []
+    fast = pace.WhichOneof("mode") is None
     for event in events:
-        wait = pause_of(event, pace)
+        wait = 0.0 if fast else pause_of(event, pace)
         if wait > 0 or len(batch) >= BATCH:
             if batch:
                 yield batch

@@ -5,7 +5,7 @@ results into responses. Nothing here judges a record or maps an error: the libra
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ from kingrec.v1 import service_pb2 as svc
 from ._pb import service_pb2_grpc
 from .convert import report_json, report_to_proto
 from .errors import BadRequestError, NoStoreError, ShuttingDownError
-from .events import framed, from_position, record_events, seat_view
+from .events import from_position, record_events, response
 from .live import Hub, LiveMatch
 from .records import judge_record, match_of_record
 from .replaying import check_pace, paced
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the stubs' generics do not exist at run time
     Context = grpc.aio.ServicerContext[Any, Any]
 
 # A response already encoded: the events of a replay or a live match are serialized once
-# each (kingrec_service.events.framed), however many viewers get them, and responses are
+# each (kingrec_service.events.Event), however many viewers get them, and responses are
 # their concatenation; the interceptor passes bytes through the response serializer.
 Encoded = bytes
 
@@ -39,10 +39,6 @@ def _seat(request: svc.ReplayRequest | svc.WatchRequest) -> int | None:
     if request.seat > 3:
         raise BadRequestError(f"seat {request.seat} does not exist (0..3)")
     return request.seat
-
-
-def _viewed(events: Iterable[svc.MatchEvent], seat: int | None) -> Iterable[svc.MatchEvent]:
-    return events if seat is None else (seat_view(e, seat) for e in events)
 
 
 class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
@@ -76,10 +72,10 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
             )
         if start_trick > 13:
             raise BadRequestError(f"start_trick {start_trick} is past trick 13")
-        events = _viewed(from_position(record_events(match, rules), start_deal, start_trick), seat)
+        events = from_position(record_events(match, rules), start_deal, start_trick)
         async with aclosing(paced(events, request.pace, self.hub.stopping)) as batches:
             async for batch in batches:
-                yield b"".join(map(framed, batch))  # a ReplayResponse, encoded
+                yield response(batch, seat)  # a ReplayResponse, encoded
 
     # -- live -----------------------------------------------------------------------------
 

@@ -538,3 +538,35 @@ def test_watching_an_unknown_match_is_not_found_and_live_matches_are_listed(
     assert summary.status == pb.MATCH_STATUS_IN_PROGRESS and len(summary.players) == 4
     error = _error(lambda: stub.ListMatches(svc.ListMatchesRequest()))
     assert _code(error) == grpc.StatusCode.FAILED_PRECONDITION
+
+
+def test_a_viewer_that_disconnects_resumes_without_gaps_or_repeats(
+    stub: KingrecServiceStub,
+) -> None:
+    stub.Publish(iter([_start(CLASSIC, "live-resume")]))
+    requests = live_requests(CLASSIC, FAST, "live-resume")
+    next(requests)
+    publishing = stub.Publish.future(iter([svc.PublishRequest(resume="live-resume"), *requests]))
+    seen: list[int] = []
+    first = stub.Watch(svc.WatchRequest(match_id="live-resume"))
+    for response in first:
+        seen += [e.seq for e in response.events]
+        if len(seen) > 100:
+            break
+    first.cancel()  # the connection is lost
+    for response in stub.Watch(svc.WatchRequest(match_id="live-resume", resume_from=seen[-1])):
+        assert not response.snapshot
+        seen += [e.seq for e in response.events]
+    total = publishing.result().events
+    assert seen == list(range(1, total + 1))
+
+
+def test_watching_as_one_seat_shows_its_hand_only(stub: KingrecServiceStub) -> None:
+    _publish(stub, CLASSIC, "live-seat")
+    watched = _watch(stub, "live-seat", seat=2)
+    assert len(watched) == len(_watch(stub, "live-seat"))
+    for deal_events in _per_deal(watched):
+        hands = deal_events[0].deal_started.hands
+        assert [len(h.cards) for h in hands] == [0, 0, 13, 0]
+        legal_shown = [e.card_played.seat for e in deal_events if e.card_played.legal]
+        assert set(legal_shown) <= {2}

@@ -1037,7 +1037,8 @@ class WatchResponse(_message.Message):
     SNAPSHOT_FIELD_NUMBER: _builtins.int
     snapshot: _builtins.bool
     """True on the messages of the snapshot: the events that happened before
-    the viewer came (a long match takes several messages).
+    the viewer came (a long match takes several messages; a viewer that asked
+    for a snapshot always gets at least one, possibly without events).
     """
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___MatchEvent]: ...
