@@ -15,31 +15,37 @@ of cards travels as `bytes`, one byte per card. Seats are 0..3 in order of
 play. Deals and tricks are numbered from 1.
 
 Errors. Every failure has a gRPC status code and a message that says what was
-wrong; most also carry the trailing metadata entry `kingrec-code` (a stable
-code: the finding codes of docs/FORMAT.md, or one of the error codes below).
-A refused live event (Publish) also carries `kingrec-finding-bin`: a
-serialized `Finding` naming the rule, the sentence and the legal cards.
+wrong, and (except for gRPC's own size and deadline errors) the trailing
+metadata entry `kingrec-code`: a stable code, one of the finding codes of
+docs/FORMAT.md or one of the error codes below. A refused live event
+(Publish) also carries `kingrec-finding-bin`, a serialized `Finding` (the
+rule, the sentence, the legal cards), and `kingrec-legal`, the legal cards
+by name; a stream that ended early carries `kingrec-resume-from`.
 
-  INVALID_ARGUMENT     the request or a record in it is malformed (not a
-                       Match, bad JSON, no such seat, ...): NOT_KREC,
-                       JSON_INVALID, FRAME_UNDECODABLE, RULESET_INVALID,
-                       LIMIT_EXCEEDED, BAD_REQUEST, ...
-  FAILED_PRECONDITION  a live event the rules do not allow now (an illegal
-                       card, a wrong declarer, a contract over quota, a card
-                       before any deal): the finding's code; the match stays
-                       as it was. Also a request this server cannot serve as
-                       configured (NO_STORE).
-  NOT_FOUND            no such match (MATCH_NOT_FOUND)
-  ALREADY_EXISTS       a live match with that id is already being played
-  ABORTED              another stream is publishing that match (PUBLISHER_BUSY)
-  RESOURCE_EXHAUSTED   a message over the size limit, or a viewer that fell
-                       too far behind (FELL_BEHIND; resume with resume_from)
-  UNAUTHENTICATED      Upload and Publish without the server's token
-                       (metadata `authorization: Bearer TOKEN`)
-  UNAVAILABLE          the server is shutting down (SHUTTING_DOWN); streams end
-                       with it and say where to resume
+  INVALID_ARGUMENT     the request or a record in it is malformed: BAD_REQUEST
+                       (no such seat, a missing field, ...), NOT_KREC,
+                       UNSUPPORTED_VERSION, FRAME_UNDECODABLE, JSON_INVALID,
+                       LIMIT_EXCEEDED, RULESET_INVALID; a live match's start
+                       the validator refuses (BAD_PLAYERS, ...)
+  FAILED_PRECONDITION  a live event the rules do not allow now, with the
+                       finding's code (MUST_FOLLOW_SUIT, WRONG_DECLARER,
+                       CONTRACT_QUOTA, MATCH_INCOMPLETE, ...): the match stays
+                       as it was and the publisher may go on (resume);
+                       OUT_OF_ORDER (a card before any deal, not that seat's
+                       turn, the match is over); NO_STORE (this server keeps
+                       no store)
+  NOT_FOUND            MATCH_NOT_FOUND
+  ALREADY_EXISTS       MATCH_EXISTS: a live match with that id is being played
+  ABORTED              PUBLISHER_BUSY: another stream is publishing that match
+  RESOURCE_EXHAUSTED   FELL_BEHIND: a viewer fell too far behind (resume with
+                       resume_from = kingrec-resume-from); TOO_MANY_MATCHES;
+                       and gRPC's own refusal of a message over the size limit
+  UNAUTHENTICATED      Upload and Publish without the server's token (metadata
+                       `authorization: Bearer TOKEN`)
+  UNAVAILABLE          SHUTTING_DOWN: the server is stopping; streams end with
+                       it and say where to resume
   DEADLINE_EXCEEDED    the client's deadline passed
-  INTERNAL             a bug in kingrec (reported in one log line)
+  INTERNAL             a bug in kingrec (logged in one line)
 
 Sizes. A request message may be up to 4 MiB + 64 KiB (one JSON record may be
 4 MiB, kingrec.limits.MAX_JSON_LINE_BYTES); larger ones are refused with
