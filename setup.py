@@ -37,6 +37,7 @@ _TWINS = {
     "_engine_c": _OPT,
     "_frames_c": _OPT,
     "_fastcheck_c": _OPT,
+    "_columns_c": _OPT,
     "_sim_c": [*_OPT, *_EXACT_FLOATS],
 }
 

@@ -9,10 +9,25 @@ import click
 
 from kingrec.errors import KingrecError
 
+from .streams import write_error
+
 EXIT_OK = 0
 EXIT_INVALID = 1  # some record is not a valid match
 EXIT_UNREADABLE = 2  # a file could not be read, is damaged, or the usage was wrong
 EXIT_INTERNAL = 3  # a bug in kingrec
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT); SIGTERM gives 143 (128 + SIGTERM)
+EXIT_CLOSED_PIPE = 141  # the reader of our output went away (128 + SIGPIPE), as ``| head``
+
+# What each status means, for the help texts and the README (one table, kept in step).
+EXIT_STATUSES = {
+    EXIT_OK: "every record valid (warnings allowed); the work done",
+    EXIT_INVALID: "some record invalid",
+    EXIT_UNREADABLE: "a file unreadable or damaged, or bad usage",
+    EXIT_INTERNAL: "a bug in kingrec (one line on standard error; KINGREC_DEBUG=1 for the "
+    "traceback)",
+    EXIT_INTERRUPTED: "interrupted (Ctrl-C; SIGTERM gives 143)",
+    EXIT_CLOSED_PIPE: "the reader of the output went away (a closed pipe, as with | head)",
+}
 
 # Library error classes -> exit status. Every KingrecError is the user's input or
 # environment, never a bug; the most specific class listed wins.
@@ -40,7 +55,7 @@ class Failed(click.ClickException):
         self.code = code
 
     def show(self, file: object = None) -> None:
-        click.echo(f"kingrec: error: {self.format_message()}", err=True)
+        write_error(f"kingrec: error: {self.format_message()}")
 
 
 def _message(exc: Exception) -> str:

@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 import click
 
 from kingrec import __version__
 
-from .errors import EXIT_INTERNAL
+from .errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_STATUSES,
+    EXIT_UNREADABLE,
+)
+from .helptext import epilog
+from .streams import fit, prepare_streams, write_error
 
-__all__ = ["main", "run"]
+__all__ = ["Terminated", "main", "run"]
 
 # Each command lives in its own module, imported only when it runs (or help lists it), so a
 # command pays the start-up time of what it uses and no more.
@@ -29,8 +41,44 @@ COMMANDS = {
     "publish": "kingrec_cli.publish",
 }
 
+COMPLETION = """Shell completion (bash; zsh_source and fish_source for the others):
+  eval "$(_KINGREC_COMPLETE=bash_source kingrec)"    # in ~/.bashrc"""
 
-class _LazyGroup(click.Group):
+
+def _show_usage_error(exc: click.UsageError) -> None:
+    lines = [f"kingrec: error: {exc.format_message()}"]
+    ctx = exc.ctx
+    if ctx is not None:
+        lines.append(ctx.get_usage())
+        lines.append(f"Try '{ctx.command_path} {ctx.help_option_names[-1]}' for help.")
+    write_error("\n".join(lines))
+
+
+def _closed_pipe() -> None:
+    """The reader of our output went away (``kingrec validate --json big | head``): end as a
+    process killed by SIGPIPE would, without a word and without the final flush failing."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no real stdout
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(EXIT_CLOSED_PIPE)
+
+
+class Terminated(SystemExit, KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that the run unwinds like Ctrl-C: partial output
+    is removed and worker processes are stopped; the exit status is 128 + the signal number.
+
+    A SystemExit, so nothing reports it, and also a KeyboardInterrupt, because CPython lets no
+    C code swallow one: it clears other errors in places (a plain SystemExit raised while a
+    module was being compiled, by its constant folding, was lost and the run went on).
+    """
+
+
+class _KingrecGroup(click.Group):
+    """Commands imported when used; every error the user sees in one style, ``kingrec:
+    error: ...``; the exit statuses of ``EXIT_STATUSES``."""
+
+    def get_help(self, ctx: click.Context) -> str:
+        return fit(super().get_help(ctx), sys.stdout)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*super().list_commands(ctx), *COMMANDS]
 
@@ -41,20 +89,78 @@ class _LazyGroup(click.Group):
             return command
         return super().get_command(ctx, cmd_name)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:  # before click's own handling, which exits 1 ("invalid")
+            _closed_pipe()
+        except Terminated as exc:
+            # click would take it for Ctrl-C ("Aborted!", exit 1): exit as SIGTERM asks.
+            raise SystemExit(exc.code) from None
 
-@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        prepare_streams()
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        status: Any = 0
+        try:
+            status = super().main(args, prog_name, complete_var, False, **extra)
+        except SystemExit as exc:
+            status = exc.code
+        except click.UsageError as exc:
+            _show_usage_error(exc)
+            status = EXIT_UNREADABLE
+        except click.ClickException as exc:
+            exc.show()
+            status = exc.exit_code
+        except (click.Abort, KeyboardInterrupt):
+            write_error("kingrec: interrupted")
+            status = EXIT_INTERRUPTED
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            _closed_pipe()
+        try:  # what is still buffered, now, while a closed pipe can still be told apart
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _closed_pipe()
+        sys.exit(status if isinstance(status, int) or status is None else 1)
+
+
+@click.group(
+    cls=_KingrecGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=epilog(
+        [
+            ("kingrec validate matches/", "check every record file under matches/"),
+            ("kingrec show games.krec --index 2 --deal 5", "deal 5 of the file's 2nd record"),
+            ("kingrec convert games.krec games.jsonl", ".krec to JSON Lines"),
+            ("kingrec simulate --matches 100 -o sim.krec", "100 matches played by bots"),
+        ],
+        tuple(EXIT_STATUSES),
+        COMPLETION,
+    ),
+)
 @click.version_option(__version__, prog_name="kingrec")
 def main() -> None:
     """Records, validation and replays for King (Rıfkı), the Turkish trick-taking game.
 
     Records are .krec files (many matches, checksummed frames) or JSON Lines (one match
     per line). Every record carries the ruleset it was played under and is judged by it.
+    Records and frames are numbered from 1 in everything kingrec prints for people (the
+    JSON reports keep the format's frame index, from 0).
     """
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:
-    # Unwind like Ctrl-C does, so partial output is removed and worker processes stopped.
-    raise SystemExit(128 + signum)
+    raise Terminated(128 + signum)
 
 
 def run() -> None:
@@ -62,17 +168,13 @@ def run() -> None:
     signal.signal(signal.SIGTERM, _terminated)
     try:
         main()
-    except BrokenPipeError:
-        # The reader of our output went away (``kingrec validate --json big | head``).
-        # Point stdout at /dev/null so the interpreter's final flush stays quiet.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(1)
+    except BrokenPipeError:  # pragma: no cover - main handles it; a last line of defence
+        _closed_pipe()
     except Exception as exc:  # a bug in kingrec: say so in one line, keep the trace for debugging
         if os.environ.get("KINGREC_DEBUG"):
             raise
-        click.echo(
+        write_error(
             f"kingrec: internal error: {type(exc).__name__}: {exc} "
-            "(please report it; KINGREC_DEBUG=1 shows the traceback)",
-            err=True,
+            "(please report it; KINGREC_DEBUG=1 shows the traceback)"
         )
         sys.exit(EXIT_INTERNAL)

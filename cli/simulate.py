@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import click
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
-    Progress,
     TextColumn,
     TimeRemainingColumn,
 )
@@ -18,12 +15,39 @@ from rich.progress import (
 from kingrec.rules import PRESETS
 from kingrec.simrun import Format, simulate_to_file, simulate_to_stream
 
-from .errors import Failed
+from .errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    Failed,
+)
+from .helptext import Command, epilog
+from .terminal import Terminal
 
 __all__ = ["simulate"]
 
+EXAMPLES = [
+    ("kingrec simulate -o sim.krec", "one classic match"),
+    ("kingrec simulate --preset short --matches 1000 --jobs 0 -o s.krec", "on every CPU"),
+    ("kingrec simulate --matches 5 --seed 7 -o -", "JSON Lines on standard output"),
+]
 
-@click.command()
+
+@click.command(
+    cls=Command,
+    epilog=epilog(
+        EXAMPLES,
+        (
+            (EXIT_OK, "simulated and written"),
+            (EXIT_UNREADABLE, "OUTPUT not written, or bad usage"),
+            EXIT_INTERNAL,
+            EXIT_INTERRUPTED,
+            EXIT_CLOSED_PIPE,
+        ),
+    ),
+)
 @click.option(
     "--preset",
     type=click.Choice(sorted(PRESETS), case_sensitive=False),
@@ -65,48 +89,46 @@ __all__ = ["simulate"]
 @click.option(
     "--progress/--no-progress",
     default=None,
-    help="Show a progress bar (default: when standard error is a terminal).",
+    help="Show a progress bar on standard error (default: when it is a terminal, unless the "
+    "records go to that terminal).",
 )
+@click.option("-q", "--quiet", is_flag=True, help="No summary line; errors only.")
 def simulate(
-    preset: str, count: int, seed: int, output: str, jobs: int, progress: bool | None
+    preset: str,
+    count: int,
+    seed: int,
+    output: str,
+    jobs: int,
+    progress: bool | None,
+    quiet: bool,
 ) -> None:
     """Simulate matches played by bots and write them as records to OUTPUT.
 
     The bots choose contracts, trumps and cards; every match is complete and valid under
     the preset's rules. Runs are reproducible: the same preset, seed and number of matches
     give byte-identical output whatever --jobs is, and match i of a run carries its own
-    seed, so it can be replayed alone. The output is written to a temporary file and moved
-    into place only when complete.
-
-    Exit status: 0 done, 2 bad usage or the output could not be written.
+    seed, so it can be replayed alone; its id is sim-PRESET-SEED. The output is written to
+    a temporary file and moved into place only when complete.
     """
     preset = preset.lower()
     fmt: Format = "krec" if output.endswith(".krec") else "jsonl"
     jobs = jobs or os.cpu_count() or 1
     if output != "-" and os.path.isdir(output):
         raise Failed(f"{output}: is a directory")
-    err_console = Console(stderr=True)
-    show_progress = err_console.is_terminal if progress is None else progress
-    bar = Progress(
-        TextColumn("simulating"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("matches"),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-        disable=not show_progress,
-    )
+    term = Terminal()
+    show = term.wants_bar(progress, records_to_stdout=output == "-")
+    columns = (TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TextColumn("matches"))
     try:
-        with bar:
+        with term.progress(*columns, TimeRemainingColumn(), show=show) as bar:
             task = bar.add_task("simulate", total=count)
 
             def advance(done: int) -> None:
                 bar.update(task, completed=done)
 
             if output == "-":
+                stream = term.records_stream() if fmt == "jsonl" else term.stdout.buffer
                 summary = simulate_to_stream(
-                    sys.stdout.buffer, preset, count, seed, fmt=fmt, jobs=jobs, progress=advance
+                    stream, preset, count, seed, fmt=fmt, jobs=jobs, progress=advance
                 )
             else:
                 summary = simulate_to_file(
@@ -116,8 +138,8 @@ def simulate(
         raise
     except OSError as exc:
         raise Failed(f"cannot write {output}: {exc.strerror or exc}") from None
-    click.echo(
-        f"simulated {summary.matches} matches ({summary.deals} deals) in "
-        f"{summary.seconds:.2f} s, {summary.deals_per_second:.0f} deals/s",
-        err=True,
-    )
+    if not quiet:
+        term.tell(
+            f"simulated {summary.matches} matches ({summary.deals} deals) in "
+            f"{summary.seconds:.2f} s, {summary.deals_per_second:.0f} deals/s"
+        )

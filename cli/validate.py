@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TextIO
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from kingrec.findings import CleanMatches, MatchReport, Severity
+from kingrec.paths import PathProblem, record_paths
 from kingrec.records import Damage, RecordFile, open_records
 from kingrec.validation import validate_records
 
-from .errors import EXIT_INVALID, EXIT_OK, EXIT_UNREADABLE, Failed, user_errors
+from .errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    Failed,
+    user_errors,
+)
+from .helptext import Command, epilog
+from .lines import damage_line, finding_line
+from .places import place
+from .terminal import Terminal
+
+__all__ = ["validate"]
 
 
 @dataclass
@@ -34,90 +47,112 @@ class Tally:
         return dict(self.__dict__)
 
 
+@dataclass(frozen=True)
+class Choices:
+    as_json: bool
+    show_all: bool
+    quiet: bool
+
+
 def _reports(
-    records: RecordFile, progress: Progress | None, show_all: bool
+    records: RecordFile, progress: Progress, show_all: bool
 ) -> Iterator[MatchReport | Damage | CleanMatches]:
-    task = None
-    if progress is not None:
-        task = progress.add_task(records.name, total=records.size)
+    task = progress.add_task(records.name, total=records.size)
     for item in validate_records(records, count_clean=not show_all):
         yield item
-        if progress is not None and task is not None:
-            progress.update(task, completed=records.bytes_read)
-    if progress is not None and task is not None:
-        progress.remove_task(task)
+        progress.update(task, completed=records.bytes_read)
+    progress.remove_task(task)
 
 
-@click.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True, dir_okay=False))
+EXAMPLES = [
+    ("kingrec validate games.krec", "check every record of a file"),
+    ("kingrec validate matches/", "every .krec/.jsonl/.json/.ndjson file below matches/"),
+    ("kingrec validate -q matches/", "only what is wrong, and the summary"),
+    ("kingrec validate --json a.krec | jq .", "a machine report, one object per line"),
+    ("producer | kingrec validate -", "records on standard input"),
+]
+
+
+@click.command(
+    cls=Command,
+    epilog=epilog(
+        EXAMPLES,
+        (EXIT_OK, EXIT_INVALID, EXIT_UNREADABLE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_CLOSED_PIPE),
+    ),
+)
+@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option(
     "--json",
     "as_json",
     is_flag=True,
     help="Write a machine report: one JSON object per line for each record with "
-    "findings and each damaged frame, then a summary line.",
+    "findings, each damaged frame and each unreadable file, then a summary line.",
 )
 @click.option("--all", "show_all", is_flag=True, help="Also list the records that are valid.")
 @click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    help="Print nothing but errors and the summary: invalid records with their errors, "
+    "damage and unreadable files (warnings are counted, not listed).",
+)
+@click.option(
     "--progress/--no-progress",
     default=None,
-    help="Show a progress bar (default: when standard error is a terminal).",
+    help="Show a progress bar on standard error (default: when it is a terminal).",
 )
-def validate(files: tuple[str, ...], as_json: bool, show_all: bool, progress: bool | None) -> None:
+def validate(
+    files: tuple[str, ...], as_json: bool, show_all: bool, quiet: bool, progress: bool | None
+) -> None:
     """Check that every record in FILES is a legal, complete King match.
 
-    Each record is replayed under its own ruleset, and every finding is reported with
-    its location (file, frame and byte offset, match, deal, trick, seat, card). Use - to
-    read standard input. FILES may be .krec containers or JSON Lines.
+    Each record is replayed under its own ruleset, and every finding is reported with its
+    location (file, frame and byte offset or line, then deal, trick, seat, card). FILES
+    are .krec containers or JSON records; a directory stands for the record files in it
+    and below it (.krec, .jsonl, .json, .ndjson; in name order); - reads standard input.
+    A file that cannot be read is reported and the others are still checked.
 
-    Exit status: 0 all records valid, 1 some record invalid, 2 a file could not be read
-    or is damaged.
+    Frames are numbered from 1 in the report lines, as `kingrec show --index` counts;
+    the --json report keeps the format's frame index, which counts from 0.
     """
-    out = sys.stdout
-    console = Console(file=out, highlight=False, soft_wrap=True)
-    err_console = Console(stderr=True)
-    show_progress = err_console.is_terminal if progress is None else progress
+    if quiet and show_all:
+        raise click.UsageError("--quiet and --all ask for opposite things; give one")
+    term = Terminal()
+    choices = Choices(as_json, show_all, quiet)
     tally = Tally()
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-        disable=not show_progress,
-    )
-    with bar:
-        for path in files:
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
+    with term.progress(*columns, TimeRemainingColumn(), show=term.wants_bar(progress)) as bar:
+        for path in record_paths(files):
+            if isinstance(path, PathProblem):
+                tally.unreadable += 1
+                _unreadable(term, choices, path.path, path.code, path.message)
+                continue
             try:
                 with user_errors(), open_records(path) as records:
                     tally.files += 1
-                    for item in _reports(records, bar if show_progress else None, show_all):
-                        _emit(item, tally, console, out, as_json=as_json, show_all=show_all)
+                    for item in _reports(records, bar, show_all):
+                        _emit(term, item, tally, choices)
             except Failed as exc:
                 tally.unreadable += 1
-                if as_json:
-                    error = {"type": "error", "file": path, "code": exc.code}
-                    _json_line(out, {**error, "message": exc.format_message()})
-                else:
-                    exc.show()
+                _unreadable(term, choices, path, exc.code, exc.format_message())
     if as_json:
-        _json_line(out, {"type": "summary", **tally.to_dict()})
+        term.json({"type": "summary", **tally.to_dict()})
     else:
-        _print_summary(console, tally)
+        term.report(_summary(tally))
     if tally.unreadable or tally.damaged:
         sys.exit(EXIT_UNREADABLE)
     sys.exit(EXIT_INVALID if tally.invalid else EXIT_OK)
 
 
+def _unreadable(term: Terminal, choices: Choices, path: str, code: str, message: str) -> None:
+    if choices.as_json:
+        term.json({"type": "error", "file": path, "code": code, "message": message})
+    else:
+        term.error(message)
+
+
 def _emit(
-    item: MatchReport | Damage | CleanMatches,
-    tally: Tally,
-    console: Console,
-    out: TextIO,
-    *,
-    as_json: bool,
-    show_all: bool,
+    term: Terminal, item: MatchReport | Damage | CleanMatches, tally: Tally, choices: Choices
 ) -> None:
     if isinstance(item, CleanMatches):
         tally.matches += item.count
@@ -125,49 +160,50 @@ def _emit(
         return
     if isinstance(item, Damage):
         tally.damaged += 1
-        if as_json:
-            loc = item.location
-            _json_line(
-                out,
-                {
-                    "type": "damage",
-                    "file": loc.file,
-                    "frame": loc.frame,
-                    "offset": loc.offset,
-                    "line": loc.line,
-                    "code": item.code,
-                    "message": item.message,
-                },
-            )
-        else:
-            console.print(
-                f"[bold red]DAMAGED[/] {escape(str(item.location))}: {item.code}: "
-                f"{escape(item.message)}"
-            )
+        _emit_damage(term, item, choices)
         return
     report = item
     tally.matches += 1
     tally.deals += report.deals
-    warnings = sum(1 for f in report.findings if f.severity is Severity.WARNING)
-    tally.warnings += warnings
+    tally.warnings += sum(1 for f in report.findings if f.severity is Severity.WARNING)
     if not report.valid:
         tally.invalid += 1
-    if as_json:
-        if report.findings or show_all:
-            _json_line(out, {"type": "match", **report.to_dict()})
+    shown = report.findings or choices.show_all
+    if choices.quiet:
+        shown = not report.valid
+    if not shown:
         return
-    if report.findings or show_all:
-        verdict = "[green]valid[/]" if report.valid else "[bold red]INVALID[/]"
-        console.print(
-            f"{verdict} {escape(str(report.location))}: match "
-            f"{escape(report.match_id or '(no id)')}"
+    if choices.as_json:
+        term.json({"type": "match", **report.to_dict()})
+        return
+    verdict = "[green]valid[/]" if report.valid else "[bold red]INVALID[/]"
+    term.report(
+        f"{verdict} {escape(place(report.location))}: match {escape(report.match_id or '(no id)')}"
+    )
+    for finding in report.findings:
+        if not choices.quiet or finding.severity is Severity.ERROR:
+            term.report("  " + finding_line(term, finding))
+
+
+def _emit_damage(term: Terminal, item: Damage, choices: Choices) -> None:
+    loc = item.location
+    if choices.as_json:
+        term.json(
+            {
+                "type": "damage",
+                "file": loc.file,
+                "frame": loc.frame,
+                "offset": loc.offset,
+                "line": loc.line,
+                "code": item.code,
+                "message": item.message,
+            }
         )
-        for f in report.findings:
-            colour = "red" if f.severity is Severity.ERROR else "yellow"
-            console.print(f"  [{colour}]{f.severity}[/] [bold]{f.code}[/] {escape(f.message)}")
+        return
+    term.report(damage_line(term, item))
 
 
-def _print_summary(console: Console, tally: Tally) -> None:
+def _summary(tally: Tally) -> str:
     parts = [
         f"{tally.matches} match(es), {tally.deals} deal(s) in {tally.files} file(s)",
         f"{tally.matches - tally.invalid} valid",
@@ -179,8 +215,4 @@ def _print_summary(console: Console, tally: Tally) -> None:
         parts.append(f"{tally.damaged} damaged frame(s) or line(s)")
     if tally.unreadable:
         parts.append(f"{tally.unreadable} unreadable file(s)")
-    console.print("checked " + ", ".join(parts))
-
-
-def _json_line(out: TextIO, obj: dict[str, object]) -> None:
-    out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    return "checked " + ", ".join(parts)

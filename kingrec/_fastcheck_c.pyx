@@ -18,12 +18,13 @@ from libc.string cimport memcmp
 
 from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, Tally, uchar
+from kingrec._v1wire cimport DealMsg, parse_deal
 from kingrec._wire cimport (
     I32_MAX, U32_MAX, WT_LEN, WT_VARINT, enum32, length_delimited, packed_sint32, skip_field,
-    string_field, tag, u32, utf8_ok, varint, varint_long, walk_strings,
+    hash64, string_field, tag, u32, utf8_ok, varint, varint_long, walk_strings,
 )
 
-__all__ = ["MatchChecker"]
+__all__ = ["MatchChecker", "content_key"]
 
 # kingrec.limits (tests/test_fastcheck.py holds them to the Python values).
 cdef enum:
@@ -159,89 +160,6 @@ cdef bint _scan_top(const uchar* p, const uchar* end, MatchTop* top) noexcept no
     return True
 
 
-cdef struct DealMsg:
-    uint64_t number
-    uint64_t dealer
-    uint64_t declarer
-    uint64_t contract
-    uint64_t trump
-    uint64_t revoke_play
-    uint64_t end
-    uint64_t trump_think
-    bint has_dealer
-    bint has_revoke
-    bint has_trump_think
-    const uchar* hands
-    Py_ssize_t nhands
-    const uchar* plays
-    Py_ssize_t nplays
-    const uchar* think
-    Py_ssize_t think_len
-    const uchar* autos
-    Py_ssize_t autos_len
-    const uchar* scores
-    Py_ssize_t scores_len
-
-
-cdef bint _parse_deal(const uchar* p, const uchar* end, DealMsg* d) noexcept nogil:
-    cdef uint64_t field
-    cdef int wt
-    d.number = d.dealer = d.declarer = d.contract = d.trump = d.revoke_play = 0
-    d.end = d.trump_think = 0
-    d.has_dealer = d.has_revoke = d.has_trump_think = False
-    d.hands = d.plays = d.think = d.autos = d.scores = NULL
-    d.nhands = d.nplays = d.think_len = d.autos_len = d.scores_len = 0
-    while p < end:
-        if not tag(&p, end, &field, &wt):
-            return False
-        if field == 7:
-            if wt != WT_LEN or not length_delimited(&p, end, &d.plays, &d.nplays):
-                return False
-        elif field == 6:
-            if wt != WT_LEN or not length_delimited(&p, end, &d.hands, &d.nhands):
-                return False
-        # Packed repeated fields seen more than once are left to the reference.
-        elif field == 8:
-            if wt != WT_LEN or d.think != NULL or not length_delimited(&p, end, &d.think, &d.think_len):
-                return False
-        elif field == 9:
-            if wt != WT_LEN or d.autos != NULL or not length_delimited(&p, end, &d.autos, &d.autos_len):
-                return False
-        elif field == 12:
-            if wt != WT_LEN or d.scores != NULL or not length_delimited(&p, end, &d.scores, &d.scores_len):
-                return False
-        elif field == 1:
-            if not u32(&p, end, wt, &d.number):
-                return False
-        elif field == 2:
-            if not u32(&p, end, wt, &d.dealer):
-                return False
-            d.has_dealer = True
-        elif field == 3:
-            if not u32(&p, end, wt, &d.declarer):
-                return False
-        elif field == 4:
-            if not enum32(&p, end, wt, &d.contract):
-                return False
-        elif field == 5:
-            if not enum32(&p, end, wt, &d.trump):
-                return False
-        elif field == 10:
-            if not u32(&p, end, wt, &d.revoke_play):
-                return False
-            d.has_revoke = True
-        elif field == 11:
-            if not enum32(&p, end, wt, &d.end):
-                return False
-        elif field == 13:
-            if not u32(&p, end, wt, &d.trump_think):
-                return False
-            d.has_trump_think = True
-        elif not skip_field(&p, end, wt):
-            return False
-    return True
-
-
 cdef bint _check_metadata(const DealMsg* d, const CoreRules* r) noexcept nogil:
     """Think times, auto plays, the revoke mark and the clocks give no finding
     (validator check_play_metadata)."""
@@ -295,7 +213,7 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     cdef int seat, contract, trump, expected, nscores = 0
     cdef int64_t scores[4]
     cdef int64_t claimed[4]
-    if not _parse_deal(p, end, &d):
+    if not parse_deal(p, end, &d):
         return False
     # deal number, declarer, dealer
     if d.number != <uint64_t>number or d.declarer > 3:
@@ -503,19 +421,33 @@ cdef class MatchChecker:
         return [self._check(payload) for payload in payloads]
 
     def check_run(self, list payloads):
-        """``(clean, deals, dirty)`` for a list of payloads: how many are certainly clean and
-        the deals they hold, and the indices of the others (for the reference validator).
-        Nothing is made per clean match: the fast way through a file when only the records
-        with something to report are wanted one by one."""
+        """``(clean, deals, dirty, keys)`` for a list of payloads: how many are certainly clean
+        and the deals they hold, the indices of the others (for the reference validator),
+        and each clean one's ``content_key`` packed as native uint64s (8 bytes each, in
+        order). Nothing else is made per clean match: the fast way through a file when only
+        the records with something to report are wanted one by one."""
         cdef Py_ssize_t i, n = len(payloads), clean = 0, deals = 0, found
         cdef list dirty = []
         cdef MatchTop top
+        cdef bytearray keys = bytearray(8 * n)
+        cdef uint64_t* slot = <uint64_t*><char*>keys
         for i in range(n):
             payload = payloads[i]
             found = self._clean_deals(payload, &top) if PyBytes_CheckExact(payload) else -1
             if found < 0:
                 dirty.append(i)
             else:
+                slot[clean] = _key(payload)
                 clean += 1
                 deals += found
-        return clean, deals, dirty
+        del keys[8 * clean:]
+        return clean, deals, dirty, bytes(keys)
+
+
+cdef inline uint64_t _key(bytes payload) noexcept:
+    return hash64(<const uchar*>PyBytes_AS_STRING(payload), PyBytes_GET_SIZE(payload))
+
+
+def content_key(bytes payload):
+    """A 64-bit key of a record's bytes: equal records, equal keys (not cryptographic)."""
+    return _key(payload)

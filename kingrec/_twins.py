@@ -18,12 +18,13 @@ from types import ModuleType
 __all__ = ["ACTIVE", "COMPILED", "PYTHON", "Twins", "compiled_required", "pure_forced"]
 
 # The compiled twins, in the order of Twins' fields: engine, simulator, wire-level checker,
-# frame loop.
+# frame loop, the store's column builder.
 _COMPILED_MODULES = (
     "kingrec._engine_c",
     "kingrec._sim_c",
     "kingrec._fastcheck_c",
     "kingrec._frames_c",
+    "kingrec._columns_c",
 )
 
 
@@ -54,6 +55,7 @@ class Twins:
     sim_module: str
     fastcheck_module: str | None  # None: every record takes the reference validator
     frames_module: str
+    columns_module: str
 
     @property
     def engine(self) -> ModuleType:
@@ -73,8 +75,19 @@ class Twins:
     def frames(self) -> ModuleType:
         return importlib.import_module(self.frames_module)
 
+    @property
+    def columns(self) -> ModuleType:
+        return importlib.import_module(self.columns_module)
 
-PYTHON = Twins("python", "kingrec._engine_py", "kingrec._sim_py", None, "kingrec._frames_py")
+
+PYTHON = Twins(
+    "python",
+    "kingrec._engine_py",
+    "kingrec._sim_py",
+    None,
+    "kingrec._frames_py",
+    "kingrec.store.rows",
+)
 
 
 def _compiled() -> Twins | None:

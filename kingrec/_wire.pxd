@@ -5,6 +5,7 @@
 # expect, values too big for their field (the Python parser would truncate them), groups.
 
 from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy
 
 ctypedef unsigned char uchar
 
@@ -180,3 +181,25 @@ cdef inline bint packed_sint32(const uchar* p, const uchar* end, int64_t* out,
         n += 1
     count[0] = n
     return True
+
+
+cdef inline uint64_t hash64(const uchar* p, Py_ssize_t n) noexcept nogil:
+    """A fast 64-bit hash of a message's bytes (not cryptographic): equal records, equal keys;
+    for telling the same record seen again within one run."""
+    cdef uint64_t h = <uint64_t>0x9E3779B97F4A7C15 ^ <uint64_t>n, w
+    cdef Py_ssize_t i = 0, j
+    while i + 8 <= n:
+        memcpy(&w, p + i, 8)
+        h = (h ^ w) * <uint64_t>0xFF51AFD7ED558CCD
+        h ^= h >> 32
+        i += 8
+    if i < n:
+        w = 0
+        for j in range(n - i):
+            w |= <uint64_t>p[i + j] << (8 * j)
+        h = (h ^ w) * <uint64_t>0xFF51AFD7ED558CCD
+        h ^= h >> 32
+    h ^= h >> 33
+    h *= <uint64_t>0xC4CEB9FE1A85EC53
+    h ^= h >> 33
+    return h

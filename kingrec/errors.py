@@ -17,9 +17,14 @@ __all__ = [
     "KingrecError",
     "LimitError",
     "NotRecordFileError",
+    "QueryError",
+    "QueryLimitError",
+    "QueryRefusedError",
     "RecordBuildError",
     "RecordFileError",
     "RulesetError",
+    "StoreError",
+    "StoreVersionError",
     "UnreadableFileError",
     "UnsupportedVersionError",
 ]
@@ -118,6 +123,39 @@ class RecordBuildError(KingrecError, ValueError):
     """A game handed to the record builder that cannot make a record (wrong hands, …)."""
 
     code = "RECORD_INVALID"
+
+
+# -- the store ------------------------------------------------------------------------
+
+
+class StoreError(KingrecError):
+    """A store (DuckDB file) that cannot be opened or written: missing, locked, not a store."""
+
+    code = "STORE_ERROR"
+
+
+class StoreVersionError(StoreError):
+    """A store written by a newer kingrec (its schema version is unknown here)."""
+
+    code = "STORE_VERSION"
+
+
+class QueryError(StoreError):
+    """A query that is not one valid read-only SQL statement (the message says why)."""
+
+    code = "QUERY_INVALID"
+
+
+class QueryRefusedError(QueryError):
+    """A query that tries what the store does not allow: files, extensions, settings, writes."""
+
+    code = "QUERY_REFUSED"
+
+
+class QueryLimitError(QueryError):
+    """A query that ran past its time limit."""
+
+    code = "QUERY_LIMIT"
 
 
 # -- play -----------------------------------------------------------------------------

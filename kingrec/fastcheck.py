@@ -13,7 +13,8 @@ batch of records, not per card.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import hashlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from types import ModuleType
 from typing import Protocol, cast
@@ -21,7 +22,7 @@ from typing import Protocol, cast
 from . import _twins
 from .boundary import ruleset_from_proto
 from .container import FrameRun
-from .findings import CleanMatches, Location, MatchReport, limit_report
+from .findings import CleanMatches, Finding, Location, MatchReport, Severity, limit_report
 from .limits import MAX_FIXED_ORDER, MAX_STRING_BYTES, scan_match_limits, wire_match_id
 from .records import Damage, decode_frame
 from .v1 import record_pb2 as pb
@@ -33,7 +34,9 @@ __all__ = [
     "check_payload",
     "check_payloads",
     "checker_of",
+    "content_key_of",
     "judge_payload",
+    "note_duplicate",
     "validate_frames",
     "validate_payload",
     "validate_runs",
@@ -50,7 +53,7 @@ class _Checker(Protocol):
 
     def check_batch(self, payloads: Sequence[bytes], /) -> list[_Verdict]: ...
 
-    def check_run(self, payloads: list[bytes], /) -> tuple[int, int, list[int]]: ...
+    def check_run(self, payloads: list[bytes], /) -> tuple[int, int, list[int], bytes]: ...
 
 
 _RULESET_SETS = ("fixed_order", "heart_lead_ban", "withholding", "void_discard", "early_end")
@@ -64,7 +67,7 @@ def _core_params(raw: bytes) -> dict[str, object] | None:
     reports exactly why.
     """
     try:
-        msg = pb.Ruleset.FromString(raw)
+        msg = _ruleset_in_a_match(raw)
         if len(msg.preset.encode()) > MAX_STRING_BYTES or any(
             len(getattr(msg, name).contracts) > MAX_FIXED_ORDER for name in _RULESET_SETS
         ):
@@ -72,6 +75,19 @@ def _core_params(raw: bytes) -> dict[str, object] | None:
         return ruleset_from_proto(msg).core_params()
     except Exception:  # any doubt sends the record to the reference
         return None
+
+
+def _ruleset_in_a_match(raw: bytes) -> pb.Ruleset:
+    """The ruleset decoded where it sits, as field 5 of a Match: the decoder's nesting limit
+    (100 levels of messages and groups) then counts the Match too, as it does when the
+    reference decodes the whole record (decoded alone, a ruleset holding groups 100 deep
+    passed, while the record holding it is undecodable)."""
+    size, key = len(raw), bytearray(b"\x2a")  # field 5, length-delimited
+    while size >= 0x80:
+        key.append(size & 0x7F | 0x80)
+        size >>= 7
+    key.append(size)
+    return pb.Match.FromString(bytes(key) + raw).ruleset
 
 
 _CHECKERS: dict[str, _Checker | None] = {}
@@ -145,18 +161,51 @@ def _clean_report(verdict: tuple[int, bytes], location: Location) -> MatchReport
     return MatchReport(verdict[1].decode("utf-8"), location, deals=verdict[0])
 
 
+def content_key_of(twins: _twins.Twins | None = None) -> Callable[[bytes], int]:
+    """The function that keys a record's bytes for duplicate detection in one run: the
+    compiled checker's fast hash, or blake2b on the pure-Python path (each run uses one)."""
+    module = (twins or _twins.ACTIVE).fastcheck
+    if module is not None:
+        return cast(Callable[[bytes], int], module.content_key)
+    return _blake2b_key
+
+
+def _blake2b_key(payload: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(payload, digest_size=8).digest(), "little")
+
+
+def note_duplicate(item: MatchReport | Damage, key: int, seen: set[int]) -> MatchReport | Damage:
+    """Add a DUPLICATE_RECORD warning to a report whose record was seen before in this run."""
+    if isinstance(item, MatchReport):
+        if key in seen:
+            item.findings.append(
+                Finding(
+                    "DUPLICATE_RECORD",
+                    Severity.WARNING,
+                    "The same match (same id, same content) appeared earlier in this run.",
+                )
+            )
+        seen.add(key)
+    return item
+
+
 def validate_frames(
     frames: Iterable[tuple[Location, bytes] | Damage],
     batch: int = BATCH,
     *,
     twins: _twins.Twins | None = None,
+    seen: set[int] | None = None,
 ) -> Iterator[MatchReport | Damage]:
     """Reports for a stream of raw frames (``RecordFile.raw_frames``), in order.
 
-    Frames are checked ``batch`` at a time; damage passes through.
+    Frames are checked ``batch`` at a time; damage passes through. ``seen`` holds the keys
+    of the records judged so far (share one set across files); a record seen before gets a
+    DUPLICATE_RECORD warning.
     """
     checker = checker_of(twins)
     engine = (twins or _twins.ACTIVE).engine
+    key_of = content_key_of(twins)
+    seen = set() if seen is None else seen
     items = iter(frames)
     while chunk := list(islice(items, batch)):
         payloads = [item[1] for item in chunk if not isinstance(item, Damage)]
@@ -169,10 +218,12 @@ def validate_frames(
                 continue
             location, payload = item
             verdict = next(verdicts)
-            if verdict is not None:
-                yield _clean_report(verdict, location)
-            else:
-                yield judge_payload(payload, location, engine)
+            report = (
+                _clean_report(verdict, location)
+                if verdict is not None
+                else judge_payload(payload, location, engine)
+            )
+            yield note_duplicate(report, key_of(payload), seen)
 
 
 def validate_runs(
@@ -181,33 +232,55 @@ def validate_runs(
     *,
     count_clean: bool = False,
     twins: _twins.Twins | None = None,
+    seen: set[int] | None = None,
 ) -> Iterator[MatchReport | Damage | CleanMatches]:
     """Reports for the frame runs of file ``name`` (``RecordFile.raw_frame_runs``), in order.
 
     With ``count_clean`` the matches the compiled checker vouches for come as one
     ``CleanMatches`` per run (before that run's other reports) instead of one empty report
-    each: nothing is made per clean match.
+    each: nothing is made per clean match. ``seen`` as for ``validate_frames``.
     """
     checker = checker_of(twins)
+    if checker is None or not count_clean:
+        frames = _frames(runs, name)
+        yield from validate_frames(frames, BATCH, twins=twins, seen=seen)
+        return
     engine = (twins or _twins.ACTIVE).engine
+    key_of = content_key_of(twins)
+    seen = set() if seen is None else seen
     for run in runs:
         if isinstance(run, Damage):
             yield run
             continue
         payloads, first, offsets = run.payloads, run.first, run.offsets
-        if checker is None:
-            dirty: Iterable[int] = range(len(payloads))
-        elif count_clean:
-            clean, deals, dirty = checker.check_run(payloads)
-            if clean:
-                yield CleanMatches(clean, deals)
+        clean, deals, dirty, keys = checker.check_run(payloads)
+        judged = set(dirty)
+        clean_indices = (i for i in range(len(payloads)) if i not in judged)
+        for i, key in zip(clean_indices, memoryview(keys).cast("Q"), strict=True):
+            if key in seen:
+                judged.add(i)  # a repeat: reported one by one, with its warning
+            else:
+                seen.add(key)
+        reports = []
+        for i in sorted(judged):
+            location = Location(name, first + i, offsets[i])
+            report = note_duplicate(
+                judge_payload(payloads[i], location, engine), key_of(payloads[i]), seen
+            )
+            if i not in dirty and isinstance(report, MatchReport):
+                clean, deals = clean - 1, deals - report.deals
+            reports.append(report)
+        if clean:
+            yield CleanMatches(clean, deals)
+        yield from reports
+
+
+def _frames(
+    runs: Iterable[FrameRun | Damage], name: str
+) -> Iterator[tuple[Location, bytes] | Damage]:
+    for run in runs:
+        if isinstance(run, Damage):
+            yield run
         else:
-            for i, verdict in enumerate(checker.check_batch(payloads)):
-                location = Location(name, first + i, offsets[i])
-                if verdict is not None:
-                    yield _clean_report(verdict, location)
-                else:
-                    yield judge_payload(payloads[i], location, engine)
-            continue
-        for i in dirty:
-            yield judge_payload(payloads[i], Location(name, first + i, offsets[i]), engine)
+            places = enumerate(run.offsets, run.first)
+            yield from zip([Location(name, i, at) for i, at in places], run.payloads, strict=True)

@@ -89,6 +89,13 @@ class DealPlay:
         """The mask of cards the seat to play may play."""
         return self.deal.legal()  # type: ignore[no-any-return]
 
+    def legal_cards(self) -> list[int]:
+        """The cards the seat to play may play, as card codes, lowest first (none once the
+        deal is over): ``[card_name(c) for c in play.legal_cards()] == ['2C', 'QC']``."""
+        if self.deal.end != END_PLAYING:
+            return []
+        return list(cards_in(self.deal.legal()))
+
     def push(self, card: int, legal: int | None = None) -> int | None:
         """Play ``card`` for the seat to play; returns the trick's winner when it completes.
 

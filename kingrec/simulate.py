@@ -22,10 +22,25 @@ from .rules import DealerRule, RevokeRule, Ruleset
 from .schedule import allowed_contracts
 from .v1 import record_pb2 as pb
 
-__all__ = ["allowed_contracts", "derive_seed", "simulate_match", "simulate_matches"]
+__all__ = [
+    "allowed_contracts",
+    "default_match_id",
+    "derive_seed",
+    "simulate_match",
+    "simulate_matches",
+]
 
 PLAYER_NAMES = ("Ayşe", "Mehmet", "Zeynep", "Emre")
 _EPOCH = 1_577_836_800  # 2020-01-01T00:00:00Z
+
+
+def default_match_id(rules: Ruleset, seed: int) -> str:
+    """The id a simulated match gets unless one is given: ``sim-<preset>-<seed>``.
+
+    The preset is in it, so runs under different presets with the same seed (the default
+    seed, say) never give two matches one id.
+    """
+    return f"sim-{rules.preset}-{seed}"
 
 
 def derive_seed(seed: int, index: int) -> int:
@@ -89,7 +104,9 @@ def simulate_match(
     rng = random.Random(seed)
     clock_rng = random.Random(f"kingrec-simulate-think/{seed}")
 
-    match = pb.Match(format_version=1, match_id=match_id if match_id is not None else f"sim-{seed}")
+    if match_id is None:
+        match_id = default_match_id(rules, seed)
+    match = pb.Match(format_version=1, match_id=match_id)
     meta = match.metadata
     meta.event = "simulation"
     meta.client_name = "kingrec-simulate"

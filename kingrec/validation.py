@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from . import _twins
-from .fastcheck import validate_runs
-from .findings import CleanMatches, MatchReport, limit_report
+from .fastcheck import content_key_of, note_duplicate, validate_runs
+from .findings import CleanMatches, Finding, MatchReport, Severity, limit_report
 from .limits import check_match_limits
 from .records import Damage, RecordFile, open_records
 from .validator import validate_match
@@ -25,19 +25,29 @@ Verdict = MatchReport | Damage | CleanMatches
 
 
 def validate_records(
-    records: RecordFile, *, count_clean: bool = False, twins: _twins.Twins | None = None
+    records: RecordFile,
+    *,
+    count_clean: bool = False,
+    twins: _twins.Twins | None = None,
+    seen: set[int] | None = None,
 ) -> Iterator[Verdict]:
     """A report for every record of an open record file, with its damage, in file order.
 
     With ``count_clean`` the records the compiled checker vouches for are counted in
     ``CleanMatches`` items instead of reported one by one (the fast way when only the
-    records with something to say are wanted).
+    records with something to say are wanted). ``seen`` holds the keys of the records
+    judged so far: pass one set to several calls to catch a record repeated across files
+    (DUPLICATE_RECORD, a warning); by default repeats are caught within the file.
     """
+    seen = set() if seen is None else seen
     if records.format == "krec":
         runs = records.raw_frame_runs()
-        yield from validate_runs(runs, records.name, count_clean=count_clean, twins=twins)
+        yield from validate_runs(
+            runs, records.name, count_clean=count_clean, twins=twins, seen=seen
+        )
         return
     engine = (twins or _twins.ACTIVE).engine
+    key_of = content_key_of(twins)
     for item in records:
         if isinstance(item, Damage):
             yield item
@@ -45,16 +55,33 @@ def validate_records(
         problem = check_match_limits(item.match)
         if problem is not None:
             yield limit_report(item.match.match_id, item.location, problem)
-        else:
-            yield validate_match(item.match, item.location, engine)
+            continue
+        report = validate_match(item.match, item.location, engine)
+        if item.unknown_keys:
+            report.findings.append(_unknown_keys(item.unknown_keys))
+        key = key_of(item.match.SerializeToString(deterministic=True))
+        yield note_duplicate(report, key, seen)
+
+
+def _unknown_keys(keys: tuple[str, ...]) -> Finding:
+    shown = ", ".join(keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+    return Finding(
+        "UNKNOWN_JSON_KEY",
+        Severity.WARNING,
+        f"JSON keys the schema does not know were dropped: {shown}.",
+    )
 
 
 def validate_file(
-    path: str, *, count_clean: bool = False, twins: _twins.Twins | None = None
+    path: str,
+    *,
+    count_clean: bool = False,
+    twins: _twins.Twins | None = None,
+    seen: set[int] | None = None,
 ) -> Iterator[Verdict]:
     """``validate_records`` of the file at ``path`` (``-``: standard input).
 
     Raises ``RecordFileError`` (or a subclass) when the file cannot be read as records at all.
     """
     with open_records(path) as records:
-        yield from validate_records(records, count_clean=count_clean, twins=twins)
+        yield from validate_records(records, count_clean=count_clean, twins=twins, seen=seen)

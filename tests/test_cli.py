@@ -16,6 +16,7 @@ from kingrec_cli.main import main
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 CLASSIC = SAMPLES / "valid" / "classic.krec"
+RUFF = SAMPLES / "invalid" / "must-ruff.krec"
 ALL_RECORD_SAMPLES = sorted(
     p for p in SAMPLES.rglob("*") if p.suffix in (".krec", ".jsonl") and "damaged" not in p.parts
 )
@@ -52,7 +53,7 @@ def test_validate_invalid_file_exits_1_and_names_the_problem() -> None:
     result = run("validate", str(SAMPLES / "invalid" / "must-follow-suit.krec"))
     assert result.returncode == 1
     out = result.stdout.decode()
-    assert "INVALID" in out and "MUST_FOLLOW_SUIT" in out and "frame 0, byte 12" in out
+    assert "INVALID" in out and "MUST_FOLLOW_SUIT" in out and "frame 1, byte 12" in out
     assert "had to follow suit" in out
 
 
@@ -221,3 +222,145 @@ def test_a_bug_is_one_line_and_exit_3_not_a_traceback(
     err = capsys.readouterr().err
     assert "internal error: RuntimeError: the engine fell over" in err
     assert "Traceback" not in err
+
+
+# -- a closed pipe -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["validate", str(CLASSIC)], ["validate", "--json", str(RUFF)],
+     ["show", str(CLASSIC)], ["convert", str(CLASSIC), "-"], ["simulate", "-o", "-"],
+     ["simulate", "--matches", "20", "--jobs", "2", "-o", "-"]],
+    ids=["validate", "validate-json", "show", "convert", "simulate", "simulate-jobs"],
+)  # fmt: skip
+def test_a_reader_that_goes_away_gives_141_not_1(args: list[str]) -> None:
+    kingrec = Path(sys.executable).parent / "kingrec"
+    proc = subprocess.Popen([str(kingrec), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 141  # 128 + SIGPIPE: "the reader went away", not "invalid"
+    assert err == b""
+
+
+def test_pipefail_sees_141_after_the_reader_read_a_little() -> None:
+    kingrec = Path(sys.executable).parent / "kingrec"
+    big = " ".join([str(CLASSIC)] * 300)
+    result = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {kingrec} validate --json --all {big} | head -1"],
+        capture_output=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 141
+    assert json.loads(result.stdout)["type"] == "match"
+    assert result.stderr == b""
+
+
+# -- usage, help, completion ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["frobnicate"], ["validate"], ["validate", "--nope", "x"], ["show", "--deal", "0", "x"],
+     ["convert", "a"], ["simulate", "--preset", "nope", "-o", "x.krec"],
+     ["show", str(CLASSIC), "--match", "classic-1", "--index", "1"],
+     ["validate", "--quiet", "--all", str(CLASSIC)]],
+    ids=str,
+)  # fmt: skip
+def test_usage_errors_are_one_style_and_exit_2(args: list[str]) -> None:
+    result = run(*args)
+    assert result.returncode == 2
+    first, *rest = result.stderr.decode().splitlines()
+    assert first.startswith("kingrec: error: ")
+    assert rest[0].startswith("Usage: kingrec")
+    assert "Error:" not in result.stderr.decode()
+
+
+@pytest.mark.parametrize("command", [[], *[[c] for c in _commands(main)]], ids=str)
+def test_help_gives_examples_and_every_exit_status(command: list[str]) -> None:
+    out = run(*command, "--help").stdout.decode()
+    assert "Examples:\n" in out and "  kingrec " in out
+    statuses = out[out.index("Exit status:") :]
+    for status in ("0", "2", "3", "141"):
+        assert f"  {status}  " in statuses
+    assert "KINGREC_DEBUG=1" in statuses
+    if command in ([], ["validate"]):
+        assert "  1  some record invalid" in statuses
+    if not command:
+        assert "_KINGREC_COMPLETE=bash_source kingrec" in out
+
+
+def test_the_shell_completion_script_is_produced() -> None:
+    kingrec = Path(sys.executable).parent / "kingrec"
+    env = {**os.environ, "_KINGREC_COMPLETE": "bash_source"}
+    result = subprocess.run([str(kingrec)], env=env, capture_output=True, check=False)
+    assert result.returncode == 0
+    assert b"_kingrec_completion()" in result.stdout and b"complete " in result.stdout
+    env = {**os.environ, "_KINGREC_COMPLETE": "bash_complete", "COMP_WORDS": "kingrec va",
+           "COMP_CWORD": "1"}  # fmt: skip
+    result = subprocess.run([str(kingrec)], env=env, capture_output=True, check=False)
+    assert b"validate" in result.stdout
+
+
+# -- validate: many inputs, quiet, JSON lines ------------------------------------------------
+
+
+def test_validate_walks_directories_and_goes_on_past_what_it_cannot_read(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a.krec").write_bytes(CLASSIC.read_bytes())
+    (tmp_path / "b" / "c.jsonl").write_bytes((SAMPLES / "valid" / "classic.jsonl").read_bytes())
+    (tmp_path / "b" / "notes.txt").write_text("not a record")
+    (tmp_path / "empty").mkdir()
+    result = run("validate", "--json", "--all", str(tmp_path), str(tmp_path / "missing.krec"),
+                 str(CLASSIC))  # fmt: skip
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    files = [line["file"] for line in lines if line["type"] in ("match", "error")]
+    assert files == [str(tmp_path / "a.krec")] * 2 + [str(tmp_path / "b" / "c.jsonl"),
+                     str(tmp_path / "missing.krec")] + [str(CLASSIC)] * 2  # fmt: skip
+    assert lines[-1]["files"] == 3 and lines[-1]["matches"] == 5
+    assert lines[-1]["unreadable"] == 1
+    assert result.returncode == 2
+    text = run("validate", str(tmp_path / "empty"), str(CLASSIC))
+    assert text.returncode == 2
+    assert b"kingrec: error: " in text.stderr and b"no record files" in text.stderr
+    assert b"2 valid, 0 invalid" in text.stdout
+
+
+def test_validate_the_samples_folder_in_one_go() -> None:
+    result = run("validate", "-q", str(SAMPLES))
+    assert result.returncode == 2  # the damaged samples
+    out = result.stdout.decode()
+    assert "checked 61 match(es)" in out and "in 53 file(s)" in out
+    assert "OVER_TIME" not in out  # a warning: counted, not listed, under --quiet
+    assert "MUST_RUFF" in out and "DAMAGED" in out
+
+
+def test_quiet_lists_only_what_is_wrong(tmp_path: Path) -> None:
+    over_time = str(SAMPLES / "invalid" / "over-time.krec")
+    result = run("validate", "--quiet", over_time, str(CLASSIC))
+    assert result.returncode == 0
+    summary = "checked 3 match(es), 60 deal(s) in 2 file(s), 3 valid, 0 invalid, 1 warning(s)"
+    assert result.stdout.decode().splitlines() == [summary]
+    for args in (["convert", "-q", str(CLASSIC), str(tmp_path / "c.jsonl")],
+                 ["simulate", "-q", "-o", str(tmp_path / "s.krec")]):  # fmt: skip
+        result = run(*args)
+        assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+
+
+def test_json_lines_hold_no_raw_line_separators(tmp_path: Path) -> None:
+    from kingrec.container import KrecWriter
+    from kingrec.v1 import record_pb2 as pb
+
+    match = pb.Match(match_id="a\u2028b\u2029c\x85d")
+    match.players.add(name="Ay\u2028şe", seat=0)
+    path = tmp_path / "odd.krec"
+    with KrecWriter.open(path) as writer:
+        writer.write_match(match)
+    result = run("validate", "--json", str(path))
+    text = result.stdout.decode("utf-8")
+    for raw in ("\u2028", "\u2029", "\x85"):
+        assert raw not in text
+    lines = text.splitlines()
+    assert [json.loads(line)["type"] for line in lines] == ["match", "summary"]
+    assert json.loads(lines[0])["match_id"] == "a\u2028b\u2029c\x85d"

@@ -106,7 +106,11 @@ def _assert_same_as_reference(payload: bytes) -> Outcome:
 def test_simulated_matches_are_clean(name: str, seed: int) -> None:
     payload = _payload(name, seed)
     clean, deals, match_id = fastcheck.check_payload(payload)
-    assert (clean, deals, match_id) == (True, _RULESETS[name].deal_count, f"sim-{seed}")
+    assert (clean, deals, match_id) == (
+        True,
+        _RULESETS[name].deal_count,
+        f"sim-{_RULESETS[name].preset}-{seed}",
+    )
     location = Location("x.krec", 3, 99)
     report = fastcheck.validate_payload(payload, location)
     assert report == validate_match(pb.Match.FromString(payload), location)
@@ -389,7 +393,10 @@ def test_every_match_finding_code_has_an_edit_or_a_sample() -> None:
 
     file_codes = {"FRAME_CORRUPT", "FRAME_TRUNCATED", "FRAME_UNDECODABLE", "JSON_INVALID"}
     file_codes |= {"NOT_KREC", "UNSUPPORTED_VERSION", "UNREADABLE"}
-    file_codes |= {"LIMIT_EXCEEDED"}  # judged before the validator: tests/test_validation.py
+    # Judged around the validator, for files and runs: tests/test_validation.py.
+    file_codes |= {"LIMIT_EXCEEDED", "DUPLICATE_RECORD", "UNKNOWN_JSON_KEY"}
+    # Judged by the store against what it already holds: tests/test_store.py.
+    file_codes |= {"MATCH_ID_REUSED"}
     covered = {code for code, _, _ in EDITS}
     for sample in _manifest():
         covered.update(sample.get("codes", []))

@@ -40,7 +40,7 @@ def test_presets_simulate_clean(twins: Twins, name: str, seed: int) -> None:
     _assert_clean(match)
     assert match.format_version == 1
     assert match.status == pb.MATCH_STATUS_COMPLETE
-    assert match.match_id == f"sim-{seed}"
+    assert match.match_id == f"sim-{rules.preset}-{seed}"
     assert match.metadata.client_name == "kingrec-simulate"
     assert match.metadata.tags["seed"] == str(seed)
     assert [p.id for p in match.players] == ["bot-0", "bot-1", "bot-2", "bot-3"]

@@ -44,9 +44,9 @@ def test_counting_the_clean_records_reports_the_same_problems(
     path = _krec(tmp_path / "five.krec", _matches())
     every = list(validate_file(str(path), twins=twins))
     counted = list(validate_file(str(path), count_clean=True, twins=twins))
-    assert [r.match_id for r in _reports(every)] == [f"sim-{s}" for s in range(5)]
+    assert [r.match_id for r in _reports(every)] == [f"sim-short-{s}" for s in range(5)]
     problems = [r for r in _reports(every) if r.findings]
-    assert [r.match_id for r in problems] == ["sim-2"]
+    assert [r.match_id for r in problems] == ["sim-short-2"]
     assert [r for r in _reports(counted) if r.findings] == problems
     clean = sum(item.count for item in counted if isinstance(item, CleanMatches))
     if twins.fastcheck is None:  # the pure path reports every record
@@ -86,7 +86,7 @@ def test_a_record_over_a_bound_is_reported_not_judged(
         assert isinstance(item, MatchReport), item
         assert [f.code for f in item.findings] == ["LIMIT_EXCEEDED"]
         assert says in item.findings[0].message
-        assert item.match_id == "sim-1"
+        assert item.match_id == "sim-short-1"
         assert not item.valid
 
 
@@ -97,4 +97,51 @@ def test_damage_passes_through_in_file_order(tmp_path: Path, twins: _twins.Twins
     path.write_bytes(bytes(data))
     items = list(validate_file(str(path), twins=twins))
     assert isinstance(items[0], Damage) and items[0].code == "FRAME_CORRUPT"
-    assert isinstance(items[1], MatchReport) and items[1].match_id == "sim-1"
+    assert isinstance(items[1], MatchReport) and items[1].match_id == "sim-short-1"
+
+
+def test_a_record_seen_again_is_a_duplicate_warning_in_a_file_and_across_files(
+    tmp_path: Path, twins: _twins.Twins
+) -> None:
+    matches = _matches()
+    path = _krec(tmp_path / "again.krec", [matches[0], matches[1], matches[0], matches[2]])
+    for count_clean in (False, True):
+        items = list(validate_file(str(path), count_clean=count_clean, twins=twins))
+        repeated = [
+            r for r in _reports(items) if any(f.code == "DUPLICATE_RECORD" for f in r.findings)
+        ]
+        assert [(r.match_id, r.location.frame, r.valid) for r in repeated] == [
+            ("sim-short-0", 2, True)
+        ]
+        total = sum(i.count for i in items if isinstance(i, CleanMatches)) + len(_reports(items))
+        assert total == 4
+    # The same records in a second file are repeats when the run shares its memory.
+    other = _krec(tmp_path / "other.krec", [matches[1], matches[3]])
+    seen: set[int] = set()
+    list(validate_file(str(path), twins=twins, seen=seen))
+    second = _reports(list(validate_file(str(other), twins=twins, seen=seen)))
+    assert [any(f.code == "DUPLICATE_RECORD" for f in r.findings) for r in second] == [True, False]
+    # A changed record is no repeat, even under the same id.
+    changed = pb.Match()
+    changed.CopyFrom(matches[0])
+    changed.metadata.site = "elsewhere"
+    third = _krec(tmp_path / "third.krec", [matches[0], changed])
+    assert not any(
+        f.code == "DUPLICATE_RECORD"
+        for r in _reports(list(validate_file(str(third), twins=twins)))
+        for f in r.findings
+    )
+
+
+def test_json_keys_the_schema_does_not_know_are_a_warning(
+    tmp_path: Path, twins: _twins.Twins
+) -> None:
+    match = simulate_match(preset("short"), 3)
+    line = dumps_match(match)
+    path = tmp_path / "newer.jsonl"
+    path.write_text(line[:-1] + ',"bonus":7,"players2":[1]}\n', encoding="utf-8")
+    (report,) = _reports(list(validate_file(str(path), twins=twins)))
+    assert report.valid
+    (finding,) = report.findings
+    assert finding.code == "UNKNOWN_JSON_KEY" and finding.severity == "warning"
+    assert "bonus" in finding.message and "players2" in finding.message

@@ -1,0 +1,211 @@
+"""Where a command's output goes: reports on standard output, messages and the bar on standard
+error, in whatever encoding the streams have.
+
+One ``Terminal`` per command. Reports (``report``, ``json``) go to standard output; messages
+(``note``, ``error``) and the progress bar to standard error. While the bar is live and both
+streams are the same terminal, reports are printed through the bar's console, the one
+console that knows where the bar is: it lifts the bar, prints the report above it and draws
+the bar again, so a report never lands inside the bar. When the streams differ (a pipe, a
+file) each simply gets its own lines, and the bar is never drawn on a terminal that
+records are being written to.
+
+Nothing the streams cannot encode reaches them: cards are written by their names (``AD``,
+``TC``) where the suit symbols cannot be encoded, JSON lines escape what cannot
+(``\\u015f``), and any other character falls back to a plain look-alike or ``?``
+(``prepare_streams`` sets that up once, before any output).
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import errno
+import io
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import IO, Any, BinaryIO, cast
+
+from rich.console import Console, RenderableType
+from rich.markup import escape
+from rich.progress import Progress, ProgressColumn
+from rich.text import Text
+
+from kingrec.cards import RANK_LETTERS, RANK_NAMES, SUIT_LETTERS, SUIT_SYMBOLS, card_name
+from kingrec.jsonl import json_line
+
+from .streams import can_encode, is_terminal, same_terminal
+
+__all__ = ["Terminal"]
+
+_SYMBOL_CARD = re.compile(f"([{SUIT_SYMBOLS}])(10|[2-9JQKA])")
+
+
+def _named_card(found: re.Match[str]) -> str:
+    rank = RANK_LETTERS[RANK_NAMES.index(found.group(2))]
+    return rank + SUIT_LETTERS[SUIT_SYMBOLS.index(found.group(1))]
+
+
+class _Console(Console):
+    """A rich console that leaves a closed pipe to the command line (exit 141, not rich's 1)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the reader of the output went away")
+
+
+class Terminal:
+    """The output streams of one command."""
+
+    def __init__(self) -> None:
+        self.stdout = sys.stdout
+        self.stderr = sys.stderr
+        options: dict[str, Any] = {"highlight": False, "emoji": False, "soft_wrap": True}
+        self._out = _Console(file=self.stdout, **options)
+        self.err = _Console(file=self.stderr, **options)
+        self._bar: Progress | None = None
+        self.symbols = can_encode(self.stdout, SUIT_SYMBOLS)
+        self.err_symbols = can_encode(self.stderr, SUIT_SYMBOLS)
+
+    @property
+    def out(self) -> Console:
+        """The console for reports: the bar's own while it is live on this terminal."""
+        bar = self._bar
+        return bar.console if bar is not None and bar.live.is_started else self._out
+
+    # -- text --------------------------------------------------------------------------------
+
+    def card(self, card: int) -> str:
+        """A card for a report: ``♦A``, or ``AD`` where the symbols cannot be written;
+        ``#60`` for a byte that is no card."""
+        if not 0 <= card < 52:
+            return f"#{card}"
+        if self.symbols:
+            return SUIT_SYMBOLS[card // 13] + RANK_NAMES[card % 13]
+        return card_name(card)
+
+    def sentence(self, text: str, *, stderr: bool = False) -> str:
+        """A library sentence for a report (or for standard error), with its cards by name
+        where the stream cannot write the suit symbols."""
+        if self.err_symbols if stderr else self.symbols:
+            return text
+        return _SYMBOL_CARD.sub(_named_card, text)
+
+    # -- output ------------------------------------------------------------------------------
+
+    def report(self, markup: RenderableType = "") -> None:
+        """One report (rich markup, or a renderable) on standard output."""
+        self.out.print(markup)
+
+    def json(self, obj: object) -> None:
+        """One JSON line on standard output: raw characters where the stream can encode them,
+        ``\\u`` escapes where it cannot; never a raw line separator (``json_line``)."""
+        line = json_line(obj)
+        if not line.isascii() and not can_encode(self.stdout, line):
+            line = json_line(obj, ascii_only=True)
+        console = self.out
+        if console is self._out:
+            self.stdout.write(line + "\n")
+        else:
+            console.print(Text(line), soft_wrap=True)
+
+    def tell(self, text: str) -> None:
+        """A line of plain text on standard error (a command's closing summary)."""
+        self._message(text)
+
+    def records_stream(self) -> BinaryIO:
+        """Standard output for JSON records written as bytes: UTF-8 where the stream takes
+        it, else every character beyond ASCII escaped (``\\u015f``), which any ASCII-based
+        encoding holds and every JSON reader reads back the same."""
+        stream = self.stdout.buffer
+        encoding = getattr(self.stdout, "encoding", None) or "utf-8"
+        try:
+            utf8 = codecs.lookup(encoding).name == "utf-8"
+        except LookupError:
+            utf8 = False
+        return stream if utf8 else cast(BinaryIO, _AsciiJson(stream))
+
+    def note(self, message: str) -> None:
+        """A line for the person at the terminal, on standard error: ``kingrec: ...``."""
+        self._message(f"kingrec: {message}")
+
+    def error(self, message: str) -> None:
+        """An error line on standard error: ``kingrec: error: ...``."""
+        self._message(f"kingrec: error: {message}")
+
+    def _message(self, line: str) -> None:
+        # Through the bar's console (``err``), which lifts a live bar out of the way; reports
+        # written so far come first, also when both streams go to one pipe.
+        self.flush()
+        self.err.print(escape(self.sentence(line, stderr=True)))
+
+    def flush(self) -> None:
+        for stream in (self.stdout, self.stderr):
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # a closed stream
+                stream.flush()
+
+    # -- the progress bar --------------------------------------------------------------------
+
+    def wants_bar(self, asked: bool | None, *, records_to_stdout: bool = False) -> bool:
+        """Whether to draw a bar: as asked, else when standard error is a terminal; never on
+        the terminal that records are written to."""
+        if records_to_stdout and same_terminal(self.stdout, self.stderr):
+            return False
+        return is_terminal(self.stderr) if asked is None else asked
+
+    @contextmanager
+    def progress(self, *columns: str | ProgressColumn, show: bool) -> Iterator[Progress]:
+        """A transient progress bar on standard error (``show=False``: one that draws nothing)."""
+        shared = show and same_terminal(self.stdout, self.stderr)
+        bar = Progress(
+            *columns,
+            console=self.err,
+            transient=True,
+            disable=not show,
+            redirect_stdout=shared,  # stray writes to stdout then go above the bar too
+            redirect_stderr=show,
+        )
+        self.flush()
+        self._bar = bar if shared else None
+        try:
+            with bar:
+                yield bar
+        finally:
+            self._bar = None
+
+
+_BEYOND_ASCII = re.compile("[^\x00-\x7f]")
+
+
+def _escape(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    if code > 0xFFFF:  # a surrogate pair, as JSON spells characters beyond the BMP
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+class _AsciiJson(io.RawIOBase):
+    """Writes UTF-8 JSON text on as ASCII, every other character as a ``\\u`` escape.
+
+    Valid for JSON: outside its strings JSON is ASCII, and inside them an escape means the
+    character it stands for.
+    """
+
+    def __init__(self, inner: IO[bytes]) -> None:
+        super().__init__()
+        self._inner = inner
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        raw = bytes(data)
+        text = self._decoder.decode(raw)
+        self._inner.write(_BEYOND_ASCII.sub(_escape, text).encode("ascii"))
+        return len(raw)
+
+    def flush(self) -> None:
+        self._inner.flush()

@@ -1,0 +1,617 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, overflowcheck=False, embedsignature=False
+"""The store's column builder, compiled: match wire bytes -> the columns of every table.
+
+``ColumnBuilder.add`` reads one serialized ``kingrec.v1.Match`` in place (``_v1wire``,
+``_wire``), replays its deals with the compiled core (``_core.pxd``) and appends its rows to
+growing C buffers: the match's own row, its players, deals, tricks and plays. ``take`` hands
+every column over as bytes, laid out as ``kingrec.store.columns`` describes, for pyarrow to
+wrap without copying. The pure-Python twin is ``kingrec.store.rows``; tests hold the two to
+identical tables. A record whose wire bytes this reader does not fully understand is left
+to the twin (``add`` answers -1), so the rows never differ.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy, memset
+
+from kingrec cimport _core as core
+from kingrec._core cimport CoreRules, DealState, uchar
+from kingrec._v1wire cimport DealMsg, parse_deal
+from kingrec._wire cimport (
+    WT_LEN, WT_VARINT, enum32, length_delimited, skip_field, tag, u32, utf8_ok, varint,
+)
+
+__all__ = ["ColumnBuilder"]
+
+# -- growing buffers ------------------------------------------------------------------------
+
+cdef struct Buf:
+    char* p
+    Py_ssize_t n  # bytes used
+    Py_ssize_t cap
+
+
+cdef int grow(Buf* b, Py_ssize_t more) except -1:
+    cdef Py_ssize_t cap
+    cdef char* p
+    if b.n + more <= b.cap:
+        return 0
+    cap = b.cap * 2 if b.cap else 1 << 16
+    while cap < b.n + more:
+        cap *= 2
+    p = <char*>PyMem_Realloc(b.p, cap)
+    if p == NULL:
+        raise MemoryError()
+    b.p = p
+    b.cap = cap
+    return 0
+
+
+cdef inline void u8(Buf* b, uint8_t v) noexcept:
+    b.p[b.n] = <char>v
+    b.n += 1
+
+
+cdef inline void u16(Buf* b, uint16_t v) noexcept:
+    memcpy(b.p + b.n, &v, 2)
+    b.n += 2
+
+
+cdef inline void u32v(Buf* b, uint32_t v) noexcept:
+    memcpy(b.p + b.n, &v, 4)
+    b.n += 4
+
+
+cdef inline void i32(Buf* b, int32_t v) noexcept:
+    memcpy(b.p + b.n, &v, 4)
+    b.n += 4
+
+
+cdef inline void u64(Buf* b, uint64_t v) noexcept:
+    memcpy(b.p + b.n, &v, 8)
+    b.n += 8
+
+
+cdef inline void i64(Buf* b, int64_t v) noexcept:
+    memcpy(b.p + b.n, &v, 8)
+    b.n += 8
+
+
+# -- the columns (kingrec.store.columns lists the same, in the same order) --------------------
+
+cdef enum:
+    # matches
+    M_KEY, M_RULESET, M_FORMAT, M_STATUS, M_START, M_DEALS, M_T0, M_T1, M_T2, M_T3,
+    # players
+    P_KEY, P_SEAT,
+    # deals
+    D_KEY, D_DEAL, D_CONTRACT, D_DECLARER, D_DEALER, D_TRUMP, D_PLAYABLE, D_TRICKS, D_PLAYS,
+    D_AFTER, D_ENDED, D_END_TRICK, D_REVOKER, D_S0, D_S1, D_S2, D_S3, D_HANDS_OK,
+    D_H0, D_H1, D_H2, D_H3, D_L0, D_L1, D_L2, D_L3, D_TRUMP_LEN,
+    # tricks
+    T_KEY, T_DEAL, T_TRICK, T_CONTRACT, T_LEADER, T_WINNER, T_UNITS, T_POINTS, T_LED,
+    T_C0, T_C1, T_C2, T_C3,
+    # plays
+    Y_KEY, Y_DEAL, Y_PLAY, Y_SEAT, Y_CARD, Y_CONTRACT, Y_TRUMP, Y_LEGAL, Y_TOOK,
+    Y_BROKE, Y_THINK, Y_AUTO,
+    NFIXED
+
+cdef enum:
+    S_MATCH_ID, S_STATUS_REASON, S_EVENT, S_SITE, S_CLIENT, S_CLIENT_VERSION,
+    S_PLAYER_ID, S_NAME, S_SEAT_NAME,
+    NSTRINGS
+
+# The fixed-width columns by table, and the string columns, as kingrec.store.columns names them.
+FIXED = {
+    "matches": ["match_key", "ruleset", "format_version", "status", "start_time", "deals",
+                "total_0", "total_1", "total_2", "total_3"],
+    "players": ["match_key", "seat"],
+    "deals": ["match_key", "deal", "contract", "declarer", "dealer", "trump", "playable",
+              "tricks", "plays", "plays_after_end", "ended", "end_trick", "revoker", "score_0",
+              "score_1", "score_2", "score_3", "hands_ok", "hand_0", "hand_1", "hand_2", "hand_3",
+              "suits_0", "suits_1", "suits_2", "suits_3", "trump_length"],
+    "tricks": ["match_key", "deal", "trick", "contract", "leader", "winner", "units", "points",
+               "led_suit", "card_0", "card_1", "card_2", "card_3"],
+    "plays": ["match_key", "deal", "play", "seat", "card", "contract", "trump", "legal", "took",
+              "broke", "think_ms", "auto"],
+}
+STRINGS = {
+    "matches": ["match_id", "status_reason", "event", "site", "client_name", "client_version"],
+    "players": ["player_id", "name", "seat_name"],
+}
+_TABLE_OF_STRING = ["matches"] * 6 + ["players"] * 3
+
+cdef enum:
+    NONE8 = 255  # the null sentinel of a UTINYINT column
+    END_UNPLAYABLE = 6  # a deal that could not be replayed (kingrec.store.schema.DEAL_ENDS)
+    MAX_STRING = 1024  # kingrec.limits.MAX_STRING_BYTES
+
+cdef int64_t NO_TIME = -0x8000000000000000  # the null sentinel of start_time
+cdef uint32_t NO_THINK = 0xFFFFFFFF  # the null sentinel of think_ms
+
+
+cdef class _Rules:
+    cdef CoreRules r
+
+    def __init__(self, dict params):
+        self.r = params
+
+
+cdef class ColumnBuilder:
+    """Rows of many matches, gathered column by column in C until ``take``.
+
+    ``resolver(raw_ruleset_bytes)`` gives ``Ruleset.core_params()`` of a record's ruleset, or
+    None when it cannot be applied (the record's deals are then stored unplayed, as the
+    validator leaves them unjudged). ``rulesets`` lists the distinct raw rulesets met; the
+    ``ruleset`` column of a match is its index there.
+    """
+
+    cdef Buf fixed[NFIXED]
+    cdef Buf offsets[NSTRINGS]
+    cdef Buf data[NSTRINGS]
+    cdef Py_ssize_t rows[5]
+    cdef object resolver
+    cdef dict index  # raw ruleset bytes -> its index in rulesets
+    cdef public list rulesets
+    cdef list params  # index -> _Rules or None
+
+    def __cinit__(self):
+        memset(self.fixed, 0, sizeof(self.fixed))
+        memset(self.offsets, 0, sizeof(self.offsets))
+        memset(self.data, 0, sizeof(self.data))
+        memset(self.rows, 0, sizeof(self.rows))
+
+    def __init__(self, resolver):
+        self.resolver = resolver
+        self.index = {}
+        self.rulesets = []
+        self.params = []
+        self._start_strings()
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(NFIXED):
+            PyMem_Free(self.fixed[i].p)
+        for i in range(NSTRINGS):
+            PyMem_Free(self.offsets[i].p)
+            PyMem_Free(self.data[i].p)
+
+    cdef int _start_strings(self) except -1:
+        cdef int i
+        for i in range(NSTRINGS):
+            grow(&self.offsets[i], 4)
+            i32(&self.offsets[i], 0)
+        return 0
+
+    cdef int _string(self, int which, const uchar* s, Py_ssize_t n) except -1:
+        cdef int32_t end
+        grow(&self.data[which], n)
+        memcpy(self.data[which].p + self.data[which].n, s, n)
+        self.data[which].n += n
+        grow(&self.offsets[which], 4)
+        end = <int32_t>self.data[which].n
+        i32(&self.offsets[which], end)
+        return 0
+
+    cdef int _ruleset(self, const uchar* raw, Py_ssize_t n) except -2:
+        key = PyBytes_FromStringAndSize(<const char*>raw, n) if raw != NULL else b""
+        found = self.index.get(key)
+        if found is None:
+            params = self.resolver(key)
+            try:
+                rules = None if params is None else _Rules(params)
+            except (TypeError, ValueError, OverflowError, IndexError):
+                rules = None
+            found = self.index[key] = len(self.rulesets)
+            self.rulesets.append(key)
+            self.params.append(rules)
+        return found
+
+    def add(self, bytes payload, uint64_t match_key):
+        """Append one match's rows; its ruleset's index in ``rulesets``, or -1 when the wire
+        bytes are not what this reader understands (nothing appended: use the twin)."""
+        cdef const uchar* p = <const uchar*>PyBytes_AS_STRING(payload)
+        cdef const uchar* end = p + PyBytes_GET_SIZE(payload)
+        cdef Top top
+        cdef int which
+        cdef _Rules rules
+        memset(&top, 0, sizeof(top))
+        if not _scan(p, end, &top):
+            return -1
+        which = self._ruleset(top.ruleset, top.ruleset_len)
+        rules = self.params[which]
+        self._match_row(&top, match_key, which)
+        self._players(p, end, match_key)
+        self._deals(p, end, match_key, rules, &top)
+        # the totals were summed while the deals were stored: write them now
+        memcpy(self.fixed[M_T0].p + self.fixed[M_T0].n - 4, &top.totals[0], 4)
+        memcpy(self.fixed[M_T1].p + self.fixed[M_T1].n - 4, &top.totals[1], 4)
+        memcpy(self.fixed[M_T2].p + self.fixed[M_T2].n - 4, &top.totals[2], 4)
+        memcpy(self.fixed[M_T3].p + self.fixed[M_T3].n - 4, &top.totals[3], 4)
+        return which
+
+    cdef int _match_row(self, Top* top, uint64_t key, int which) except -1:
+        cdef int i
+        for i in range(M_KEY, M_T3 + 1):
+            grow(&self.fixed[i], 8)
+        u64(&self.fixed[M_KEY], key)
+        u32v(&self.fixed[M_RULESET], <uint32_t>which)
+        u32v(&self.fixed[M_FORMAT], <uint32_t>top.format_version)
+        u8(&self.fixed[M_STATUS], <uint8_t>(top.status if top.status <= 3 else 0))
+        i64(&self.fixed[M_START], top.start if top.has_start else NO_TIME)
+        u16(&self.fixed[M_DEALS], <uint16_t>top.deals)
+        for i in range(M_T0, M_T3 + 1):
+            i32(&self.fixed[i], 0)
+        self._string(S_MATCH_ID, top.match_id, top.match_id_len)
+        self._string(S_STATUS_REASON, top.reason, top.reason_len)
+        self._string(S_EVENT, top.event, top.event_len)
+        self._string(S_SITE, top.site, top.site_len)
+        self._string(S_CLIENT, top.client, top.client_len)
+        self._string(S_CLIENT_VERSION, top.version, top.version_len)
+        self.rows[0] += 1
+        return 0
+
+    cdef int _players(self, const uchar* p, const uchar* end, uint64_t key) except -1:
+        cdef uint64_t field, v
+        cdef int wt
+        cdef const uchar* s
+        cdef Py_ssize_t n
+        cdef Player pl
+        while p < end:
+            tag(&p, end, &field, &wt)
+            if field == 4 and wt == WT_LEN:
+                length_delimited(&p, end, &s, &n)
+                _player(s, s + n, &pl)
+                grow(&self.fixed[P_KEY], 8)
+                grow(&self.fixed[P_SEAT], 4)
+                u64(&self.fixed[P_KEY], key)
+                u32v(&self.fixed[P_SEAT], <uint32_t>pl.seat)
+                self._string(S_PLAYER_ID, pl.id, pl.id_len)
+                self._string(S_NAME, pl.name, pl.name_len)
+                self._string(S_SEAT_NAME, pl.seat_name, pl.seat_name_len)
+                self.rows[1] += 1
+            else:
+                skip_field(&p, end, wt)
+        return 0
+
+    cdef int _deals(self, const uchar* p, const uchar* end, uint64_t key, _Rules rules,
+                    Top* top) except -1:
+        cdef uint64_t field
+        cdef int wt
+        cdef const uchar* s
+        cdef Py_ssize_t n
+        cdef int number = 0
+        cdef DealMsg d
+        while p < end:
+            tag(&p, end, &field, &wt)
+            if field == 8 and wt == WT_LEN:
+                length_delimited(&p, end, &s, &n)
+                number += 1
+                parse_deal(s, s + n, &d)  # _scan checked that it parses
+                self._deal(&d, key, number, NULL if rules is None else &rules.r, top)
+            else:
+                skip_field(&p, end, wt)
+        return 0
+
+    cdef int _deal(self, DealMsg* d, uint64_t key, int number, const CoreRules* r,
+                   Top* top) except -1:
+        cdef DealState state
+        cdef int i, seat, card, code, contract, trump = -1, position, trick_no, s
+        cdef int cards[4]
+        cdef uint64_t legal, seen = 0, v
+        cdef uint8_t autos[104]
+        cdef bint hands_ok = d.nhands == 52, playable
+        cdef int64_t scores[4]
+        cdef uint32_t think[104]
+        cdef Py_ssize_t nthink = 0, first_row = 0, index, consumed = 0
+        cdef const uchar* q
+        cdef int ended, end_trick
+        cdef uint8_t suits[16]
+        contract = <int>d.contract if 1 <= d.contract <= 7 else 0
+        if contract == core.KOZ and 1 <= d.trump <= 4:
+            trump = <int>d.trump - 1
+        # the deck
+        memset(suits, 0, 16)
+        if hands_ok:
+            for i in range(52):
+                if d.hands[i] < 52:
+                    seen |= <uint64_t>1 << d.hands[i]
+                    suits[(i // 13) * 4 + d.hands[i] // 13] += 1
+        playable = (r != NULL and hands_ok and seen == core.ALL_CARDS and contract != 0
+                    and d.declarer <= 3 and (contract != core.KOZ or trump >= 0))
+        # think times and auto plays, by play index
+        if d.think != NULL:
+            q = d.think
+            while q < d.think + d.think_len and nthink < 104:
+                varint(&q, d.think + d.think_len, &v)
+                think[nthink] = <uint32_t>v
+                nthink += 1
+        memset(autos, 0, 104)
+        if d.autos != NULL:
+            q = d.autos
+            while q < d.autos + d.autos_len:
+                varint(&q, d.autos + d.autos_len, &v)
+                if v < 104:
+                    autos[v] = 1
+        scores[0] = scores[1] = scores[2] = scores[3] = 0
+        ended = END_UNPLAYABLE
+        end_trick = 0
+        if playable:
+            core.deal_start(&state, d.hands, <int>d.declarer, contract, trump, r.flags[contract])
+            for i in range(Y_KEY, Y_AUTO + 1):
+                grow(&self.fixed[i], 8 * 53)
+            for i in range(T_KEY, T_C3 + 1):
+                grow(&self.fixed[i], 8 * 13)
+            for index in range(d.nplays):
+                card = d.plays[index]
+                seat = core.to_play(&state)
+                position = state.ntrick
+                trick_no = state.ntricks + 1
+                if position == 0:
+                    first_row = self.rows[4]
+                code = core.deal_step(&state, card, index == <Py_ssize_t>d.revoke_play and d.has_revoke, &legal)
+                if card < 52:
+                    cards[position] = card
+                    u64(&self.fixed[Y_KEY], key)
+                    u16(&self.fixed[Y_DEAL], <uint16_t>number)
+                    u8(&self.fixed[Y_PLAY], <uint8_t>index)
+                    u8(&self.fixed[Y_SEAT], <uint8_t>seat)
+                    u8(&self.fixed[Y_CARD], <uint8_t>card)
+                    u8(&self.fixed[Y_CONTRACT], <uint8_t>contract)
+                    u8(&self.fixed[Y_TRUMP], <uint8_t>(trump if trump >= 0 else NONE8))
+                    u8(&self.fixed[Y_LEGAL], <uint8_t>core.popcount(legal))
+                    u8(&self.fixed[Y_TOOK], NONE8)
+                    u8(&self.fixed[Y_BROKE], <uint8_t>code)
+                    u32v(&self.fixed[Y_THINK], think[index] if index < nthink else NO_THINK)
+                    u8(&self.fixed[Y_AUTO], autos[index])
+                    self.rows[4] += 1
+                if state.ntricks == trick_no:  # the trick closed
+                    self._trick(&state, key, number, trick_no, cards, contract,
+                                r.unit[contract], first_row)
+                if state.end != core.END_PLAYING:
+                    break
+            if state.end == core.END_PLAYING:
+                state.end = core.END_INCOMPLETE
+            core.deal_scores(&state, r, scores)
+            for s in range(4):
+                top.totals[s] += <int32_t>scores[s]
+            ended = state.end
+            consumed = state.nplays
+            end_trick = state.ntricks + (1 if state.ntrick else 0)
+            if state.end == core.END_REVOKE and state.ntrick == 0:
+                end_trick = state.ntricks + 1  # the revoke card opened a trick of its own
+        for i in range(D_KEY, D_TRUMP_LEN + 1):
+            grow(&self.fixed[i], 64)
+        u64(&self.fixed[D_KEY], key)
+        u16(&self.fixed[D_DEAL], <uint16_t>number)
+        u8(&self.fixed[D_CONTRACT], <uint8_t>contract)
+        u8(&self.fixed[D_DECLARER], <uint8_t>(d.declarer if d.declarer <= 3 else NONE8))
+        u8(&self.fixed[D_DEALER], <uint8_t>(d.dealer if d.has_dealer and d.dealer <= 3 else NONE8))
+        u8(&self.fixed[D_TRUMP], <uint8_t>(trump if trump >= 0 else NONE8))
+        u8(&self.fixed[D_PLAYABLE], 1 if playable else 0)
+        u8(&self.fixed[D_TRICKS], <uint8_t>(state.ntricks if playable else 0))
+        u8(&self.fixed[D_PLAYS], <uint8_t>consumed)
+        u16(&self.fixed[D_AFTER], <uint16_t>(d.nplays - consumed if playable else 0))
+        u8(&self.fixed[D_ENDED], <uint8_t>ended)
+        u8(&self.fixed[D_END_TRICK], <uint8_t>end_trick)
+        u8(&self.fixed[D_REVOKER], <uint8_t>(state.revoker if playable and state.revoker >= 0 else NONE8))
+        i32(&self.fixed[D_S0], <int32_t>scores[0])
+        i32(&self.fixed[D_S1], <int32_t>scores[1])
+        i32(&self.fixed[D_S2], <int32_t>scores[2])
+        i32(&self.fixed[D_S3], <int32_t>scores[3])
+        u8(&self.fixed[D_HANDS_OK], 1 if hands_ok else 0)
+        for s in range(4):
+            if hands_ok:
+                memcpy(self.fixed[D_H0 + s].p + self.fixed[D_H0 + s].n, d.hands + 13 * s, 13)
+            else:
+                memset(self.fixed[D_H0 + s].p + self.fixed[D_H0 + s].n, 0, 13)
+            self.fixed[D_H0 + s].n += 13
+            memcpy(self.fixed[D_L0 + s].p + self.fixed[D_L0 + s].n, suits + 4 * s, 4)
+            self.fixed[D_L0 + s].n += 4
+        if trump >= 0 and hands_ok and d.declarer <= 3:
+            u8(&self.fixed[D_TRUMP_LEN], suits[d.declarer * 4 + trump])
+        else:
+            u8(&self.fixed[D_TRUMP_LEN], NONE8)
+        self.rows[2] += 1
+        return 0
+
+    cdef int _trick(self, DealState* state, uint64_t key, int number, int trick_no,
+                    int* cards, int contract, int64_t unit, Py_ssize_t first_row) except -1:
+        cdef int winner = state.winners[trick_no - 1]
+        cdef int units = core.trick_units(cards, 4, trick_no - 1, contract)
+        cdef Py_ssize_t row
+        for row in range(first_row, first_row + 4):  # the trick's plays: who took them
+            self.fixed[Y_TOOK].p[row] = <char>winner
+        u64(&self.fixed[T_KEY], key)
+        u16(&self.fixed[T_DEAL], <uint16_t>number)
+        u8(&self.fixed[T_TRICK], <uint8_t>trick_no)
+        u8(&self.fixed[T_CONTRACT], <uint8_t>contract)
+        u8(&self.fixed[T_LEADER], <uint8_t>((winner - core.trick_winner(cards, 4, state.trump)) & 3))
+        u8(&self.fixed[T_WINNER], <uint8_t>winner)
+        u8(&self.fixed[T_UNITS], <uint8_t>units)
+        i32(&self.fixed[T_POINTS], <int32_t>(units * unit))
+        u8(&self.fixed[T_LED], <uint8_t>(cards[0] // 13))
+        u8(&self.fixed[T_C0], <uint8_t>cards[0])
+        u8(&self.fixed[T_C1], <uint8_t>cards[1])
+        u8(&self.fixed[T_C2], <uint8_t>cards[2])
+        u8(&self.fixed[T_C3], <uint8_t>cards[3])
+        self.rows[3] += 1
+        return 0
+
+    def take(self):
+        """Every column gathered so far, as bytes by table and name, and start afresh:
+        ``{table: {"rows": n, name: bytes, ...}}``; a string column is ``(offsets, data)``."""
+        cdef int i
+        out = {}
+        names = [(table, name) for table, columns in FIXED.items() for name in columns]
+        for i in range(NFIXED):
+            table, name = names[i]
+            out.setdefault(table, {})[name] = PyBytes_FromStringAndSize(self.fixed[i].p, self.fixed[i].n)
+            self.fixed[i].n = 0
+        strings = [name for table in ("matches", "players") for name in STRINGS[table]]
+        for i in range(NSTRINGS):
+            out[_TABLE_OF_STRING[i]][strings[i]] = (
+                PyBytes_FromStringAndSize(self.offsets[i].p, self.offsets[i].n),
+                PyBytes_FromStringAndSize(self.data[i].p, self.data[i].n),
+            )
+            self.offsets[i].n = 0
+            self.data[i].n = 0
+        for i, table in enumerate(("matches", "players", "deals", "tricks", "plays")):
+            out[table]["rows"] = self.rows[i]
+            self.rows[i] = 0
+        self._start_strings()
+        return out
+
+
+# -- the top of a match, players ------------------------------------------------------------
+
+cdef struct Top:
+    uint64_t format_version
+    uint64_t status
+    const uchar* match_id
+    Py_ssize_t match_id_len
+    const uchar* reason
+    Py_ssize_t reason_len
+    const uchar* event
+    Py_ssize_t event_len
+    const uchar* site
+    Py_ssize_t site_len
+    const uchar* client
+    Py_ssize_t client_len
+    const uchar* version
+    Py_ssize_t version_len
+    const uchar* ruleset
+    Py_ssize_t ruleset_len
+    int64_t start
+    bint has_start
+    Py_ssize_t deals
+    int32_t totals[4]
+
+
+cdef struct Player:
+    uint64_t seat
+    const uchar* id
+    Py_ssize_t id_len
+    const uchar* name
+    Py_ssize_t name_len
+    const uchar* seat_name
+    Py_ssize_t seat_name_len
+
+
+cdef inline bint _text(const uchar** pp, const uchar* end, int wt, const uchar** s,
+                       Py_ssize_t* n) noexcept nogil:
+    """A string field as the Python parser reads it: strict UTF-8, within the bound."""
+    return (wt == WT_LEN and length_delimited(pp, end, s, n) and n[0] <= MAX_STRING
+            and utf8_ok(s[0], n[0]))
+
+
+cdef bint _player(const uchar* p, const uchar* end, Player* pl) noexcept nogil:
+    cdef uint64_t field
+    cdef int wt
+    memset(pl, 0, sizeof(Player))
+    while p < end:
+        if not tag(&p, end, &field, &wt):
+            return False
+        if field == 1:
+            if not _text(&p, end, wt, &pl.id, &pl.id_len):
+                return False
+        elif field == 2:
+            if not _text(&p, end, wt, &pl.name, &pl.name_len):
+                return False
+        elif field == 3:
+            if not u32(&p, end, wt, &pl.seat):
+                return False
+        elif field == 4:
+            if not _text(&p, end, wt, &pl.seat_name, &pl.seat_name_len):
+                return False
+        elif not skip_field(&p, end, wt):
+            return False
+    return True
+
+
+cdef bint _metadata(const uchar* p, const uchar* end, Top* top) noexcept nogil:
+    cdef uint64_t field, v
+    cdef int wt
+    cdef const uchar* s
+    cdef const uchar* q
+    cdef Py_ssize_t n
+    cdef uint64_t f2
+    cdef int w2
+    while p < end:
+        if not tag(&p, end, &field, &wt):
+            return False
+        if field == 1:
+            if not _text(&p, end, wt, &top.event, &top.event_len):
+                return False
+        elif field == 2:
+            if not _text(&p, end, wt, &top.site, &top.site_len):
+                return False
+        elif field == 4:
+            if not _text(&p, end, wt, &top.client, &top.client_len):
+                return False
+        elif field == 5:
+            if not _text(&p, end, wt, &top.version, &top.version_len):
+                return False
+        elif field == 3:  # Timestamp: seconds = 1 (int64); nanos are not stored
+            if wt != WT_LEN or not length_delimited(&p, end, &s, &n):
+                return False
+            top.has_start = True
+            top.start = 0
+            q = s
+            while q < s + n:
+                if not tag(&q, s + n, &f2, &w2):
+                    return False
+                if f2 == 1 and w2 == WT_VARINT:
+                    if not varint(&q, s + n, &v):
+                        return False
+                    top.start = <int64_t>v
+                elif not skip_field(&q, s + n, w2):
+                    return False
+        elif not skip_field(&p, end, wt):
+            return False
+    return True
+
+
+cdef bint _scan(const uchar* p, const uchar* end, Top* top) noexcept nogil:
+    """Everything but the deals' contents, and whether every deal parses."""
+    cdef uint64_t field
+    cdef int wt
+    cdef const uchar* s
+    cdef Py_ssize_t n
+    cdef DealMsg d
+    cdef Player pl
+    while p < end:
+        if not tag(&p, end, &field, &wt):
+            return False
+        if field == 8:
+            if wt != WT_LEN or not length_delimited(&p, end, &s, &n) or not parse_deal(s, s + n, &d):
+                return False
+            if d.nplays > 104 or d.nhands > 104:
+                return False
+            top.deals += 1
+        elif field == 4:
+            if wt != WT_LEN or not length_delimited(&p, end, &s, &n) or not _player(s, s + n, &pl):
+                return False
+        elif field == 1:
+            if not u32(&p, end, wt, &top.format_version):
+                return False
+        elif field == 2:
+            if not _text(&p, end, wt, &top.match_id, &top.match_id_len):
+                return False
+        elif field == 3:
+            if wt != WT_LEN or not length_delimited(&p, end, &s, &n) or not _metadata(s, s + n, top):
+                return False
+        elif field == 5:
+            if wt != WT_LEN or not length_delimited(&p, end, &top.ruleset, &top.ruleset_len):
+                return False
+        elif field == 6:
+            if not enum32(&p, end, wt, &top.status):
+                return False
+        elif field == 7:
+            if not _text(&p, end, wt, &top.reason, &top.reason_len):
+                return False
+        elif not skip_field(&p, end, wt):
+            return False
+    return True

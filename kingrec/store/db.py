@@ -1,0 +1,137 @@
+"""Opening a store: the DuckDB file, its schema version, and what a connection may do.
+
+A new file gets the schema of ``kingrec.store.schema`` in one transaction, written in the
+storage format the stock DuckDB CLI reads. An existing file must be a kingrec store of a
+schema this kingrec knows: an older one is upgraded (``MIGRATIONS``), a newer one refused.
+Every connection is locked down — no file or network access from SQL, no extensions, no
+settings changed afterwards — except the one an export opens to write Parquet.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+
+from ..cards import card_name, card_symbol
+from ..errors import StoreError, StoreVersionError
+from .schema import SCHEMA_VERSION, STORAGE_VERSION, SUITS, comments, create_statements
+
+__all__ = ["DEFAULT_DB", "MIGRATIONS", "connect", "default_path"]
+
+DEFAULT_DB = "kingrec.duckdb"
+
+# schema version -> the statements that bring a store of that version to the next one.
+MIGRATIONS: dict[int, list[str]] = {}
+
+
+def default_path() -> str:
+    """Where the store lives unless told: ``$KINGREC_DB``, else ``kingrec.duckdb``."""
+    return os.environ.get("KINGREC_DB") or DEFAULT_DB
+
+
+def _config(external_access: bool) -> dict[str, str | bool | int | float | list[str]]:
+    config: dict[str, str | bool | int | float | list[str]] = {
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        # Bulk appends may then fill row groups on every thread; order is the match_key's.
+        "preserve_insertion_order": False,
+    }
+    if not external_access:
+        config["enable_external_access"] = False
+    return config
+
+
+def connect(
+    path: str, *, read_only: bool = False, external_access: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """A connection to the store at ``path``, created when new (unless ``read_only``)."""
+    exists = Path(path).exists()
+    if read_only and not exists:
+        raise StoreError(f"{path}: no store there (run kingrec ingest first)")
+    config = _config(external_access)
+    if not exists:
+        config["storage_compatibility_version"] = STORAGE_VERSION
+    try:
+        con = duckdb.connect(path, read_only=read_only, config=config)
+    except duckdb.IOException as exc:
+        raise StoreError(f"{path}: cannot open the store: {_first_line(exc)}") from None
+    except duckdb.Error as exc:
+        raise StoreError(f"{path}: not a DuckDB store: {_first_line(exc)}") from None
+    # Sessions stay quiet (no progress bar on a server's stderr), then nothing can change.
+    con.execute("SET enable_progress_bar = false")
+    if not external_access:
+        con.execute("SET lock_configuration = true")
+    try:
+        version = _version(con, path)
+        if version is None and not read_only:
+            _create(con)
+        elif version is None:
+            raise StoreError(f"{path}: an empty DuckDB file, not a kingrec store")
+        elif version < SCHEMA_VERSION and not read_only:
+            _upgrade(con, version)
+        elif version < SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"{path}: a store of schema version {version}; open it once without read-only "
+                f"access to upgrade it to version {SCHEMA_VERSION}"
+            )
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _version(con: duckdb.DuckDBPyConnection, path: str) -> int | None:
+    tables = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    if "kingrec_meta" not in tables:
+        if tables:
+            raise StoreError(f"{path}: a DuckDB file that is not a kingrec store")
+        return None
+    rows = con.execute("SELECT value FROM kingrec_meta WHERE key = 'schema_version'").fetchall()
+    if not rows or not str(rows[0][0]).isdigit():
+        raise StoreError(f"{path}: a kingrec store without a schema version")
+    version = int(rows[0][0])
+    if version > SCHEMA_VERSION:
+        raise StoreVersionError(
+            f"{path}: written by a newer kingrec (store schema {version}; this one knows "
+            f"{SCHEMA_VERSION}) — upgrade kingrec"
+        )
+    return version
+
+
+def _create(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("BEGIN")
+    try:
+        for statement in create_statements() + comments():
+            con.execute(statement)
+        cards = [(c, card_name(c), card_symbol(c), SUITS[c // 13], c % 13 + 2) for c in range(52)]
+        con.executemany("INSERT INTO cards VALUES (?, ?, ?, ?, ?)", cards)
+        con.execute(
+            "INSERT INTO kingrec_meta VALUES ('schema_version', ?), ('created_by', 'kingrec')",
+            [str(SCHEMA_VERSION)],
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _upgrade(con: duckdb.DuckDBPyConnection, version: int) -> None:
+    con.execute("BEGIN")
+    try:
+        while version < SCHEMA_VERSION:
+            for statement in MIGRATIONS[version]:
+                con.execute(statement)
+            version += 1
+        con.execute(
+            "UPDATE kingrec_meta SET value = ? WHERE key = 'schema_version'", [str(version)]
+        )
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise

@@ -1,0 +1,396 @@
+"""Storing records: judged on the way in, built into rows in bulk, committed in batches.
+
+A batch of records is judged by the same judge as ``kingrec validate`` (the compiled checker,
+the reference for the rest), keyed by the sha256 of its bytes (a record already stored is
+skipped and counted, so a rerun completes a job and stores nothing twice), built into the
+rows of every table by a column builder (compiled, or its pure-Python twin), and written in
+ONE transaction: a crash or ``kill -9`` leaves whole batches only. Invalid records are
+stored with their findings; records that cannot be read or are over a bound are rejected.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from .. import _twins
+from ..boundary import ruleset_from_proto
+from ..contracts import Contract
+from ..fastcheck import _core_params, checker_of, judge_payload
+from ..findings import Finding, Location, MatchReport, Severity
+from ..records import Damage
+from ..v1 import record_pb2 as pb
+from .columns import INSERTS, arrow_tables
+from .rows import ColumnBuilder as PythonColumnBuilder
+
+__all__ = [
+    "Batch",
+    "Prepared",
+    "RecordVerdict",
+    "prepare_batch",
+    "ruleset_options",
+    "store_batch",
+    "write_prepared",
+]
+
+STORED, STORED_INVALID, DUPLICATE, REJECTED = "stored", "stored_invalid", "duplicate", "rejected"
+
+
+@dataclass(frozen=True)
+class RecordVerdict:
+    """What became of one record: stored, stored_invalid, duplicate or rejected."""
+
+    status: str
+    match_id: str
+    location: Location
+    report: MatchReport | None  # its findings (None for a duplicate or unreadable record)
+    message: str
+
+
+@dataclass
+class Batch:
+    """Records to store in one transaction, and damage met on the way."""
+
+    source: str
+    payloads: list[bytes] = field(default_factory=list)
+    locations: list[Location] = field(default_factory=list)
+    damage: list[Damage] = field(default_factory=list)
+
+
+def _key(payload: bytes) -> bytes:
+    return hashlib.sha256(payload).digest()[:16]
+
+
+def _builder(twins: _twins.Twins) -> Any:
+    return twins.columns.ColumnBuilder(_core_params)
+
+
+def _judge(batch: Batch, twins: _twins.Twins) -> list[MatchReport | Damage | None]:
+    """Each record's report; None for one the compiled checker vouches for (no findings)."""
+    checker = checker_of(twins)
+    dirty = range(len(batch.payloads)) if checker is None else checker.check_run(batch.payloads)[2]
+    reports: list[MatchReport | Damage | None] = [None] * len(batch.payloads)
+    for i in dirty:
+        reports[i] = judge_payload(batch.payloads[i], batch.locations[i], twins.engine)
+    return reports
+
+
+@dataclass
+class Prepared:
+    """A batch judged and built, ready to write: its verdicts and its Arrow tables."""
+
+    verdicts: list[RecordVerdict]
+    tables: dict[str, pa.Table]  # batch_<name> -> rows
+    stored: int  # records it stores
+    hashes: dict[bytes, str] = field(default_factory=dict)  # stored content -> match id
+
+
+def store_batch(
+    con: duckdb.DuckDBPyConnection,
+    batch: Batch,
+    next_key: int,
+    *,
+    twins: _twins.Twins | None = None,
+) -> list[RecordVerdict]:
+    """Judge, build and store one batch in one transaction; a verdict per record in order.
+
+    ``next_key`` is the first free ``match_key``. Returns when the transaction is committed.
+    """
+    prepared = prepare_batch(con, batch, next_key, twins=twins)
+    write_prepared(con, prepared)
+    return prepared.verdicts
+
+
+def prepare_batch(
+    con: duckdb.DuckDBPyConnection,
+    batch: Batch,
+    next_key: int,
+    *,
+    twins: _twins.Twins | None = None,
+    pending: Prepared | None = None,
+) -> Prepared:
+    """Judge a batch and build its rows (nothing written). ``pending`` is a batch prepared
+    before and not yet committed: its records count as stored for duplicates and ids."""
+    twins = twins or _twins.ACTIVE
+    reports = _judge(batch, twins)
+    hashes = [_key(p) for p in batch.payloads]
+    stored_before = _existing(con, "content_hash", hashes)
+    in_flight = pending.hashes if pending is not None else {}
+    verdicts: list[RecordVerdict | None] = [None] * len(batch.payloads)
+    damage = list(batch.damage)
+    keep: list[int] = []
+    seen: set[bytes] = set()
+    for i, report in enumerate(reports):
+        location = batch.locations[i]
+        if isinstance(report, Damage):
+            damage.append(report)
+            verdicts[i] = RecordVerdict(REJECTED, "", location, None, report.message)
+        elif report is not None and any(f.code == "LIMIT_EXCEEDED" for f in report.findings):
+            message = report.findings[0].message
+            damage.append(Damage(location, "LIMIT_EXCEEDED", message))
+            verdicts[i] = RecordVerdict(REJECTED, report.match_id, location, report, message)
+        elif hashes[i] in stored_before or hashes[i] in in_flight or hashes[i] in seen:
+            message = "the same record is stored already"
+            verdicts[i] = RecordVerdict(DUPLICATE, "", location, None, message)
+        else:
+            seen.add(hashes[i])
+            keep.append(i)
+    keys = {i: next_key + n for n, i in enumerate(keep)}
+    tables, rulesets = _build(batch, keep, keys, twins)
+    ids = tables["matches"].column("match_id").to_pylist()
+    order = tables["matches"].column("match_key").to_pylist()
+    id_of = dict(zip(order, ids, strict=True))
+    reused = _existing(con, "match_id", ids) | set(in_flight.values())
+    first_of_id: dict[str, bytes] = {}
+    stored: dict[bytes, str] = {}
+    for i in keep:
+        match_id = id_of[keys[i]]
+        stored[hashes[i]] = match_id
+        report = reports[i]
+        if not isinstance(report, MatchReport):
+            report = MatchReport(match_id, batch.locations[i])
+        if match_id in reused or first_of_id.setdefault(match_id, hashes[i]) != hashes[i]:
+            report.findings.append(
+                Finding(
+                    "MATCH_ID_REUSED",
+                    Severity.WARNING,
+                    f"Another record with other content was stored before under the match "
+                    f"id {match_id!r}; both are kept.",
+                )
+            )
+        reports[i] = report
+        status = STORED if report.valid else STORED_INVALID
+        verdicts[i] = RecordVerdict(status, match_id, batch.locations[i], report, status)
+    batches = _batch_tables(batch, keep, keys, hashes, reports, tables, rulesets, damage)
+    done = [v for v in verdicts if v is not None]
+    return Prepared(done, batches, len(keep), stored)
+
+
+def _existing(con: duckdb.DuckDBPyConnection, column: str, values: Sequence[object]) -> set[Any]:
+    if not values:
+        return set()
+    kind = pa.binary() if column == "content_hash" else pa.string()
+    con.register("batch_lookup", pa.table({"v": pa.array(values, kind)}))
+    try:
+        rows = con.execute(
+            f"SELECT DISTINCT {column} FROM matches WHERE {column} IN (SELECT v FROM batch_lookup)"
+        ).fetchall()
+    finally:
+        con.unregister("batch_lookup")
+    return {row[0] for row in rows}
+
+
+def _build(
+    batch: Batch, keep: list[int], keys: dict[int, int], twins: _twins.Twins
+) -> tuple[dict[str, pa.Table], list[bytes]]:
+    """The rows of the records to keep, built by the twin's column builder."""
+    builder = _builder(twins)
+    fallback: PythonColumnBuilder | None = None
+    later = []
+    for i in keep:
+        if builder.add(batch.payloads[i], keys[i]) < 0:
+            later.append(i)  # wire bytes the compiled reader leaves to its twin
+    tables = arrow_tables(builder.take())
+    rulesets = list(builder.rulesets)
+    if later:
+        fallback = PythonColumnBuilder(_core_params)
+        for i in later:
+            fallback.add(batch.payloads[i], keys[i])
+        more = arrow_tables(fallback.take())
+        shift = len(rulesets)
+        matches = more["matches"]
+        moved = pa.compute.add(matches.column("ruleset"), pa.scalar(shift, pa.uint32()))
+        more["matches"] = matches.set_column(
+            matches.schema.get_field_index("ruleset"), "ruleset", moved
+        )
+        rulesets += fallback.rulesets
+        tables = {name: pa.concat_tables([tables[name], more[name]]) for name in tables}
+    return tables, rulesets
+
+
+_OPTIONS: dict[str, pa.DataType] = {
+    "idx": pa.uint32(), "preset": pa.string(), "ruleset_valid": pa.bool_(),
+    "schedule": pa.string(), "deal_count": pa.uint16(), "koz_quota": pa.uint32(),
+    "penalty_quota": pa.uint32(), "max_per_penalty": pa.uint32(),
+    "penalty_only_deals": pa.uint32(), "fixed_order": pa.list_(pa.string()),
+    "first_declarer": pa.string(), "first_declarer_card": pa.uint8(), "dealer": pa.string(),
+    "must_ruff": pa.bool_(), "must_overtrump": pa.bool_(),
+    "must_raise_on_trump_lead": pa.bool_(), "trump_lead_needs_break": pa.bool_(),
+    "heart_lead_ban": pa.list_(pa.string()), "withholding": pa.list_(pa.string()),
+    "void_discard": pa.list_(pa.string()), "rifki_heart_after_king": pa.bool_(),
+    "early_end": pa.list_(pa.string()), "revoke": pa.string(), "play_timeout_ms": pa.uint32(),
+    "trump_timeout_ms": pa.uint32(), "unit_scores": pa.list_(pa.int32()),
+}  # fmt: skip
+
+
+def ruleset_options(raw: bytes) -> dict[str, Any]:
+    """The option columns of ``matches`` for a record's raw ruleset (NULLs if unusable)."""
+    row: dict[str, Any] = dict.fromkeys(_OPTIONS)
+    try:
+        msg = pb.Ruleset.FromString(raw)
+    except Exception:  # the checker and builder read it; a stray decoding failure is no row
+        return {**row, "ruleset_valid": False}
+    row["preset"] = msg.preset
+    try:
+        rules = ruleset_from_proto(msg)
+    except Exception:
+        return {**row, "ruleset_valid": False}
+    row.update(
+        ruleset_valid=True,
+        schedule=rules.schedule.name,
+        deal_count=rules.deal_count,
+        koz_quota=rules.koz_quota,
+        penalty_quota=rules.penalty_quota,
+        max_per_penalty=rules.max_per_penalty,
+        penalty_only_deals=rules.penalty_only_deals,
+        fixed_order=[c.name for c in rules.fixed_order],
+        first_declarer=rules.first_declarer.name,
+        first_declarer_card=rules.first_declarer_card,
+        dealer=rules.dealer.name,
+        must_ruff=rules.must_ruff,
+        must_overtrump=rules.must_overtrump,
+        must_raise_on_trump_lead=rules.must_raise_on_trump_lead,
+        trump_lead_needs_break=rules.trump_lead_needs_break,
+        heart_lead_ban=_names(rules.heart_lead_ban),
+        withholding=_names(rules.withholding),
+        void_discard=_names(rules.void_discard),
+        rifki_heart_after_king=rules.rifki_heart_after_king,
+        early_end=_names(rules.early_end),
+        revoke=rules.revoke.name,
+        play_timeout_ms=rules.play_timeout_ms,
+        trump_timeout_ms=rules.trump_timeout_ms,
+        unit_scores=[rules.scores[c] for c in Contract],
+    )
+    return row
+
+
+def _names(contracts: frozenset[Contract]) -> list[str]:
+    return sorted(c.name for c in contracts)
+
+
+def _rulesets_table(rulesets: list[bytes]) -> pa.Table:
+    rows = [{**ruleset_options(raw), "idx": i} for i, raw in enumerate(rulesets)]
+    return pa.table(
+        {name: pa.array([r[name] for r in rows], kind) for name, kind in _OPTIONS.items()}
+    )
+
+
+_MATCHES = """INSERT INTO matches SELECT m.match_key, m.match_id, x.content_hash, x.id_reused,
+    x.valid, x.errors, x.warnings, x.source, x.source_frame, x.source_offset, x.source_line,
+    x.ingested_at, m.format_version, m.status, m.status_reason, m.event, m.site,
+    CASE WHEN m.start_time > -9223372036854775808 THEN make_timestamp(m.start_time * 1000000) END,
+    m.client_name, m.client_version, r.preset, r.ruleset_valid,
+    r.schedule, r.deal_count, r.koz_quota, r.penalty_quota, r.max_per_penalty,
+    r.penalty_only_deals, r.fixed_order, r.first_declarer, r.first_declarer_card, r.dealer,
+    r.must_ruff, r.must_overtrump, r.must_raise_on_trump_lead, r.trump_lead_needs_break,
+    r.heart_lead_ban, r.withholding, r.void_discard, r.rifki_heart_after_king, r.early_end,
+    r.revoke, r.play_timeout_ms, r.trump_timeout_ms, r.unit_scores, m.deals,
+    m.total_0, m.total_1, m.total_2, m.total_3,
+    list_filter([0, 1, 2, 3], lambda s: [m.total_0, m.total_1, m.total_2, m.total_3][s + 1]
+        = greatest(m.total_0, m.total_1, m.total_2, m.total_3))
+    FROM batch_matches m JOIN batch_extra x USING (match_key)
+    JOIN batch_rulesets r ON r.idx = m.ruleset"""
+
+
+def _batch_tables(
+    batch: Batch,
+    keep: list[int],
+    keys: dict[int, int],
+    hashes: list[bytes],
+    reports: list[MatchReport | Damage | None],
+    tables: dict[str, pa.Table],
+    rulesets: list[bytes],
+    damage: list[Damage],
+) -> dict[str, pa.Table]:
+    """Every Arrow table the batch writes, by the name its INSERT reads."""
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    extra: dict[str, list[Any]] = {name: [] for name in _EXTRA}
+    findings: dict[str, list[Any]] = {name: [] for name in _FINDINGS}
+    for i in keep:
+        report = reports[i]
+        assert isinstance(report, MatchReport)
+        loc = batch.locations[i]
+        errors = sum(1 for f in report.findings if f.severity is Severity.ERROR)
+        reused = any(f.code == "MATCH_ID_REUSED" for f in report.findings)
+        for name, value in zip(
+            _EXTRA,
+            (keys[i], hashes[i], reused, errors == 0, errors, len(report.findings) - errors,
+             batch.source, loc.frame, loc.offset, loc.line, now, batch.payloads[i]),
+            strict=True,
+        ):  # fmt: skip
+            extra[name].append(value)
+        for n, f in enumerate(report.findings):
+            for name, value in zip(
+                _FINDINGS,
+                (keys[i], n, f.code, str(f.severity), _small(f.deal, 0xFFFF),
+                 _small(f.trick, 255), _small(f.seat, 0xFFFFFFFF), _small(f.play, 255),
+                 _small(f.card, 255), f.caused_by, f.message),
+                strict=True,
+            ):  # fmt: skip
+                findings[name].append(value)
+    batches = {
+        **{f"batch_{name}": table for name, table in tables.items()},
+        "batch_extra": pa.table({n: pa.array(v, _EXTRA[n]) for n, v in extra.items()}),
+        "batch_rulesets": _rulesets_table(rulesets),
+        "batch_findings": pa.table({n: pa.array(v, _FINDINGS[n]) for n, v in findings.items()}),
+        "batch_damage": _damage_table(batch.source, damage, now),
+    }
+    return batches
+
+
+def write_prepared(con: duckdb.DuckDBPyConnection, prepared: Prepared) -> None:
+    """Write a prepared batch in one transaction (all of it or, on any error, nothing)."""
+    con.execute("BEGIN")
+    try:
+        for name, table in prepared.tables.items():
+            con.register(name, table)
+        con.execute(_MATCHES)
+        for statement in INSERTS.values():
+            con.execute(statement)
+        con.execute("INSERT INTO findings SELECT * FROM batch_findings")
+        con.execute("INSERT INTO records SELECT match_key, record FROM batch_extra")
+        con.execute("INSERT INTO damage SELECT * FROM batch_damage")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    finally:
+        for name in prepared.tables:
+            con.unregister(name)
+
+
+_EXTRA: dict[str, pa.DataType] = {
+    "match_key": pa.uint64(), "content_hash": pa.binary(), "id_reused": pa.bool_(),
+    "valid": pa.bool_(), "errors": pa.uint16(), "warnings": pa.uint16(),
+    "source": pa.string(), "source_frame": pa.uint32(), "source_offset": pa.uint64(),
+    "source_line": pa.uint32(), "ingested_at": pa.timestamp("us"), "record": pa.binary(),
+}  # fmt: skip
+_FINDINGS: dict[str, pa.DataType] = {
+    "match_key": pa.uint64(), "n": pa.uint16(), "code": pa.string(), "severity": pa.string(),
+    "deal": pa.uint16(), "trick": pa.uint8(), "seat": pa.uint32(), "play": pa.uint8(),
+    "card": pa.uint8(), "caused_by": pa.uint16(), "message": pa.string(),
+}  # fmt: skip
+
+
+def _small(value: int | None, top: int) -> int | None:
+    return value if value is not None and 0 <= value <= top else None
+
+
+def _damage_table(source: str, damage: list[Damage], now: dt.datetime) -> pa.Table:
+    return pa.table(
+        {
+            "source": pa.array([source] * len(damage), pa.string()),
+            "frame": pa.array([d.location.frame for d in damage], pa.uint32()),
+            "byte_offset": pa.array([d.location.offset for d in damage], pa.uint64()),
+            "line": pa.array([d.location.line for d in damage], pa.uint32()),
+            "code": pa.array([d.code for d in damage], pa.string()),
+            "message": pa.array([d.message for d in damage], pa.string()),
+            "ingested_at": pa.array([now] * len(damage), pa.timestamp("us")),
+        }
+    )

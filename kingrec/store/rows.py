@@ -1,0 +1,252 @@
+"""The store's column builder, pure Python: the readable twin of ``kingrec._columns_c``.
+
+``ColumnBuilder.add`` decodes one serialized match, replays its deals through
+``kingrec.events.deal_events`` (on the pure-Python engine) and appends its rows: the
+match's own row, its players, deals, tricks and plays. ``take`` hands every column over as
+bytes laid out exactly as the compiled builder lays them out (``kingrec.store.columns``
+describes the layout), so the two give identical tables.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable
+
+from .. import _engine_py
+from .._engine_types import END_PLAYING, VERDICT_NAMES
+from ..boundary import engine_trump, replayable
+from ..contracts import Contract
+from ..events import CardPlayed, DealEnded, TrickWon, deal_events
+from ..rules import Ruleset
+from ..v1 import record_pb2 as pb
+
+__all__ = ["ColumnBuilder"]
+
+NONE8 = 255  # the null sentinel of a UTINYINT column
+END_UNPLAYABLE = 6
+NO_TIME = -(1 << 63)
+NO_THINK = 0xFFFFFFFF
+_VERDICT = {name: code for code, name in enumerate(VERDICT_NAMES)}
+
+# column -> array typecode (the C layout: native byte order); "hands"/"suits" are raw bytes
+_TYPES = {
+    "matches": {
+        "match_key": "Q", "ruleset": "I", "format_version": "I", "status": "B",
+        "start_time": "q", "deals": "H", "total_0": "i", "total_1": "i", "total_2": "i",
+        "total_3": "i",
+    },
+    "players": {"match_key": "Q", "seat": "I"},
+    "deals": {
+        "match_key": "Q", "deal": "H", "contract": "B", "declarer": "B", "dealer": "B",
+        "trump": "B", "playable": "B", "tricks": "B", "plays": "B", "plays_after_end": "H",
+        "ended": "B", "end_trick": "B", "revoker": "B", "score_0": "i", "score_1": "i",
+        "score_2": "i", "score_3": "i", "hands_ok": "B", "hand_0": "B", "hand_1": "B",
+        "hand_2": "B", "hand_3": "B", "suits_0": "B", "suits_1": "B", "suits_2": "B",
+        "suits_3": "B", "trump_length": "B",
+    },
+    "tricks": {
+        "match_key": "Q", "deal": "H", "trick": "B", "contract": "B", "leader": "B",
+        "winner": "B", "units": "B", "points": "i", "led_suit": "B", "card_0": "B",
+        "card_1": "B", "card_2": "B", "card_3": "B",
+    },
+    "plays": {
+        "match_key": "Q", "deal": "H", "play": "B", "seat": "B", "card": "B", "contract": "B",
+        "trump": "B", "legal": "B", "took": "B", "broke": "B", "think_ms": "I", "auto": "B",
+    },
+}  # fmt: skip
+_STRINGS = {
+    "matches": ("match_id", "status_reason", "event", "site", "client_name", "client_version"),
+    "players": ("player_id", "name", "seat_name"),
+}
+
+
+class ColumnBuilder:
+    """Rows of many matches, gathered column by column until ``take`` (see the module doc).
+
+    ``resolver(raw_ruleset_bytes)`` gives ``Ruleset.core_params()`` of a ruleset or None;
+    this twin resolves rulesets itself and only uses the resolver to agree on which ones
+    can be applied.
+    """
+
+    def __init__(self, resolver: Callable[[bytes], object]) -> None:
+        self.resolver = resolver
+        self.rulesets: list[bytes] = []
+        self._index: dict[bytes, int] = {}
+        self._rules: list[Ruleset | None] = []
+        self._start()
+
+    def _start(self) -> None:
+        self._cols = {t: {c: array(k) for c, k in cols.items()} for t, cols in _TYPES.items()}
+        self._str: dict[str, dict[str, list[bytes]]] = {
+            t: {c: [] for c in cols} for t, cols in _STRINGS.items()
+        }
+        self._rows = dict.fromkeys(_TYPES, 0)
+
+    def _ruleset(self, match: pb.Match) -> int:
+        from ..boundary import ruleset_from_proto
+
+        raw = match.ruleset.SerializeToString() if match.HasField("ruleset") else b""
+        found = self._index.get(raw)
+        if found is None:
+            rules: Ruleset | None = None
+            if self.resolver(raw) is not None:
+                rules = ruleset_from_proto(match.ruleset)
+            found = self._index[raw] = len(self.rulesets)
+            self.rulesets.append(raw)
+            self._rules.append(rules)
+        return found
+
+    def add(self, payload: bytes, match_key: int) -> int:
+        """Append one match's rows; its ruleset's index in ``rulesets``."""
+        match = pb.Match.FromString(payload)
+        which = self._ruleset(match)
+        rules = self._rules[which]
+        m, ms = self._cols["matches"], self._str["matches"]
+        meta = match.metadata
+        status = int(match.status)
+        m["match_key"].append(match_key)
+        m["ruleset"].append(which)
+        m["format_version"].append(match.format_version)
+        m["status"].append(status if 0 <= status <= 3 else 0)
+        has_start = match.HasField("metadata") and meta.HasField("start_time")
+        m["start_time"].append(meta.start_time.seconds if has_start else NO_TIME)
+        m["deals"].append(len(match.deals))
+        for name, text in zip(
+            _STRINGS["matches"],
+            (match.match_id, match.status_reason, meta.event, meta.site, meta.client_name,
+             meta.client_version),
+            strict=True,
+        ):  # fmt: skip
+            ms[name].append(text.encode("utf-8"))
+        for player in match.players:
+            self._cols["players"]["match_key"].append(match_key)
+            self._cols["players"]["seat"].append(player.seat)
+            for name, text in zip(
+                _STRINGS["players"], (player.id, player.name, player.seat_name), strict=True
+            ):
+                self._str["players"][name].append(text.encode("utf-8"))
+            self._rows["players"] += 1
+        totals = [0, 0, 0, 0]
+        for number, deal in enumerate(match.deals, 1):
+            scores = self._deal(deal, match_key, number, rules)
+            totals = [a + b for a, b in zip(totals, scores, strict=True)]
+        for s in range(4):
+            m[f"total_{s}"].append(totals[s])
+        self._rows["matches"] += 1
+        return which
+
+    def _deal(
+        self, deal: pb.Deal, key: int, number: int, rules: Ruleset | None
+    ) -> tuple[int, int, int, int]:
+        d = self._cols["deals"]
+        contract = int(deal.contract) if int(deal.contract) in Contract._value2member_map_ else 0
+        trump = engine_trump(deal)
+        hands = deal.hands
+        hands_ok = len(hands) == 52
+        suits = [0] * 16
+        if hands_ok:
+            for i, card in enumerate(hands):
+                if card < 52:
+                    suits[(i // 13) * 4 + card // 13] += 1
+        playable = rules is not None and replayable(deal)
+        scores = (0, 0, 0, 0)
+        tricks = consumed = after = end_trick = 0
+        ended, revoker = END_UNPLAYABLE, NONE8
+        if playable:
+            assert rules is not None
+            tricks, consumed, ended, revoker, scores, end_trick = self._replay(
+                deal, key, number, rules, contract, trump
+            )
+            after = len(deal.plays) - consumed
+        declarer = deal.declarer
+        row = {
+            "match_key": key,
+            "deal": number,
+            "contract": contract,
+            "declarer": declarer if declarer <= 3 else NONE8,
+            "dealer": deal.dealer if deal.HasField("dealer") and deal.dealer <= 3 else NONE8,
+            "trump": trump if trump >= 0 else NONE8,
+            "playable": int(playable),
+            "tricks": tricks,
+            "plays": consumed,
+            "plays_after_end": after,
+            "ended": ended,
+            "end_trick": end_trick,
+            "revoker": revoker,
+            "score_0": scores[0],
+            "score_1": scores[1],
+            "score_2": scores[2],
+            "score_3": scores[3],
+            "hands_ok": int(hands_ok),
+            "trump_length": (
+                suits[declarer * 4 + trump] if trump >= 0 and hands_ok and declarer <= 3 else NONE8
+            ),
+        }
+        for name, value in row.items():
+            d[name].append(value)
+        dealt = hands if hands_ok else bytes(52)
+        for s in range(4):
+            d[f"hand_{s}"].extend(dealt[13 * s : 13 * s + 13])
+            d[f"suits_{s}"].extend(suits[4 * s : 4 * s + 4])
+        self._rows["deals"] += 1
+        return scores
+
+    def _replay(
+        self, deal: pb.Deal, key: int, number: int, rules: Ruleset, contract: int, trump: int
+    ) -> tuple[int, int, int, int, tuple[int, int, int, int], int]:
+        p, t = self._cols["plays"], self._cols["tricks"]
+        think, autos = list(deal.think_ms), set(deal.auto_plays)
+        trick_rows: list[int] = []
+        tricks = end_trick = 0
+        ended, consumed, revoker, scores = END_PLAYING, 0, NONE8, (0, 0, 0, 0)
+        for event in deal_events(deal, rules, number=number, engine=_engine_py):
+            if isinstance(event, CardPlayed):
+                if event.position == 0:
+                    trick_rows = []
+                trick_rows.append(self._rows["plays"])
+                end_trick = event.trick
+                i = event.play
+                for name, value in (
+                    ("match_key", key), ("deal", number), ("play", event.play),
+                    ("seat", event.seat), ("card", event.card),
+                    ("contract", contract), ("trump", trump if trump >= 0 else NONE8),
+                    ("legal", event.legal.bit_count()), ("took", NONE8),
+                    ("broke", _VERDICT[event.broke] if event.broke else 0),
+                    ("think_ms", think[i] if i < len(think) else NO_THINK),
+                    ("auto", int(i in autos)),
+                ):  # fmt: skip
+                    p[name].append(value)
+                self._rows["plays"] += 1
+            elif isinstance(event, TrickWon):
+                for row in trick_rows:
+                    p["took"][row] = event.winner
+                for name, value in (
+                    ("match_key", key), ("deal", number), ("trick", event.trick),
+                    ("contract", contract), ("leader", event.leader), ("winner", event.winner),
+                    ("units", event.units), ("points", event.points),
+                    ("led_suit", event.cards[0] // 13), ("card_0", event.cards[0]),
+                    ("card_1", event.cards[1]), ("card_2", event.cards[2]),
+                    ("card_3", event.cards[3]),
+                ):  # fmt: skip
+                    t[name].append(value)
+                tricks = event.trick
+                self._rows["tricks"] += 1
+            elif isinstance(event, DealEnded):
+                ended, consumed, scores = event.end, event.consumed, event.scores
+                revoker = event.revoker if event.revoker >= 0 else NONE8
+        return tricks, consumed, ended, revoker, scores, end_trick
+
+    def take(self) -> dict[str, dict[str, object]]:
+        """Every column gathered so far, as bytes by table and name, and start afresh."""
+        out: dict[str, dict[str, object]] = {}
+        for table, cols in self._cols.items():
+            out[table] = {name: col.tobytes() for name, col in cols.items()}
+            out[table]["rows"] = self._rows[table]
+        for table, strings in self._str.items():
+            for name, values in strings.items():
+                offsets = array("i", [0])
+                for v in values:
+                    offsets.append(offsets[-1] + len(v))
+                out[table][name] = (offsets.tobytes(), b"".join(values))
+        self._start()
+        return out

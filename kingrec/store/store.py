@@ -1,0 +1,293 @@
+"""``Store``: one DuckDB file of records — open it, fill it, ask it, read records back.
+
+Ingest streams any record file (or records handed over by a caller) in batches; each batch
+is one transaction, so a store only ever holds whole batches, and running the same ingest
+again completes it with nothing stored twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+import duckdb
+
+from .. import _twins
+from ..findings import Location
+from ..limits import MAX_FRAME_BYTES
+from ..records import Damage, RecordFile, open_records
+from ..v1 import record_pb2 as pb
+from .db import connect, default_path
+from .ingest import (
+    DUPLICATE,
+    REJECTED,
+    STORED,
+    STORED_INVALID,
+    Batch,
+    Prepared,
+    RecordVerdict,
+    prepare_batch,
+    store_batch,
+    write_prepared,
+)
+from .query import QueryResult, run_query
+
+__all__ = ["BATCH_MATCHES", "IngestSummary", "Store"]
+
+BATCH_MATCHES = 2000  # records per transaction
+
+
+@dataclass
+class IngestSummary:
+    """What one ingest did."""
+
+    files: int = 0
+    stored: int = 0  # valid records stored
+    stored_invalid: int = 0  # invalid records stored with their findings
+    duplicates: int = 0  # records the store held already (skipped)
+    rejected: int = 0  # records that could not be read or are over a bound
+    damaged: int = 0  # damaged stretches of the files (frames, lines)
+    deals: int = 0  # deals stored
+    seconds: float = 0.0
+    damage: list[Damage] = field(default_factory=list)  # the first 100, with their locations
+
+    def count(self, verdict: RecordVerdict) -> None:
+        if verdict.status == STORED:
+            self.stored += 1
+        elif verdict.status == STORED_INVALID:
+            self.stored_invalid += 1
+        elif verdict.status == DUPLICATE:
+            self.duplicates += 1
+        elif verdict.status == REJECTED:
+            self.rejected += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "damage"}
+        out["seconds"] = round(self.seconds, 3)
+        return out
+
+
+class Store:
+    """An open store; use as a context manager (``with Store.open(path) as store:``)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, read_only: bool) -> None:
+        self.con = con
+        self.path = path
+        self.read_only = read_only
+        self._next_key: int | None = None
+
+    @classmethod
+    def open(
+        cls, path: str | None = None, *, read_only: bool = False, external_access: bool = False
+    ) -> Self:
+        """Open the store at ``path`` (default ``$KINGREC_DB`` or ``kingrec.duckdb``),
+        creating it when new unless ``read_only``. ``external_access`` lets SQL reach files
+        (only ``export_parquet`` needs it)."""
+        where = path or default_path()
+        return cls(
+            connect(where, read_only=read_only, external_access=external_access), where, read_only
+        )
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- ingest -------------------------------------------------------------------------
+
+    def _key(self) -> int:
+        if self._next_key is None:
+            rows = self.con.execute(
+                "SELECT coalesce(max(match_key), 0) + 1 FROM matches"
+            ).fetchall()
+            self._next_key = int(rows[0][0])
+        return self._next_key
+
+    def _store(self, batch: Batch, twins: _twins.Twins | None) -> list[RecordVerdict]:
+        verdicts = store_batch(self.con, batch, self._key(), twins=twins)
+        stored = sum(1 for v in verdicts if v.status in (STORED, STORED_INVALID))
+        self._next_key = self._key() + stored
+        return verdicts
+
+    def ingest_payloads(
+        self,
+        payloads: Sequence[bytes],
+        *,
+        source: str,
+        locations: Sequence[Location] | None = None,
+        twins: _twins.Twins | None = None,
+    ) -> list[RecordVerdict]:
+        """Store serialized matches in one transaction; a verdict per record, in order,
+        once committed."""
+        batch = Batch(source, list(payloads))
+        batch.locations = list(locations) if locations else [Location(source)] * len(payloads)
+        return self._store(batch, twins)
+
+    def ingest_matches(
+        self, matches: Sequence[pb.Match], *, source: str, twins: _twins.Twins | None = None
+    ) -> list[RecordVerdict]:
+        """Store matches in one transaction (serialized deterministically)."""
+        payloads = [m.SerializeToString(deterministic=True) for m in matches]
+        return self.ingest_payloads(payloads, source=source, twins=twins)
+
+    def ingest_file(
+        self,
+        path: str,
+        *,
+        progress: Callable[[int], object] | None = None,
+        summary: IngestSummary | None = None,
+        twins: _twins.Twins | None = None,
+        batch_matches: int = BATCH_MATCHES,
+    ) -> IngestSummary:
+        """Store every record of a file (``-``: standard input), batch by batch.
+
+        ``progress(bytes_read)`` is called after each batch. Raises ``RecordFileError``
+        when the file cannot be read as records at all (nothing stored).
+        """
+        summary = summary or IngestSummary()
+        began = time.perf_counter()
+        lookups = self.con.cursor()  # prepare_batch's reads, beside the writer's transaction
+        pending: Prepared | None = None
+        writing: Future[None] | None = None
+        # One batch is prepared (judged, built) while the one before is written: the writes
+        # run in DuckDB, which lets go of the GIL, so both cores work.
+        with open_records(path) as records, ThreadPoolExecutor(1) as writer:
+            summary.files += 1
+            try:
+                for batch in _batches(records, batch_matches):
+                    for damage in batch.damage:
+                        summary.damaged += 1
+                        if len(summary.damage) < 100:
+                            summary.damage.append(damage)
+                    prepared = prepare_batch(
+                        lookups, batch, self._key(), twins=twins, pending=pending
+                    )
+                    self._next_key = self._key() + prepared.stored
+                    if writing is not None:
+                        writing.result()
+                    writing = writer.submit(write_prepared, self.con, prepared)
+                    pending = prepared
+                    for verdict in prepared.verdicts:
+                        summary.count(verdict)
+                    if progress is not None:
+                        progress(records.bytes_read)
+                if writing is not None:
+                    writing.result()
+            finally:
+                lookups.close()
+        summary.deals = self.count("deals")
+        summary.seconds += time.perf_counter() - began
+        return summary
+
+    def count(self, table: str) -> int:
+        rows = self.con.execute(f"SELECT count(*) FROM {table}").fetchall()
+        return int(rows[0][0])
+
+    # -- reading ------------------------------------------------------------------------
+
+    def query(
+        self,
+        sql: str,
+        *,
+        max_rows: int = 100_000,
+        max_bytes: int = 64 << 20,
+        timeout_s: float = 30.0,
+    ) -> QueryResult:
+        """Run one read-only SQL statement; see ``kingrec.store.query``."""
+        return run_query(self.con, sql, max_rows=max_rows, max_bytes=max_bytes, timeout_s=timeout_s)
+
+    def get_match(self, match_id: str) -> bytes | None:
+        """The record stored under ``match_id`` (the first stored, when the id was reused)."""
+        rows = self.con.execute(
+            "SELECT r.record FROM matches m JOIN records r USING (match_key) "
+            "WHERE m.match_id = ? ORDER BY m.match_key LIMIT 1",
+            [match_id],
+        ).fetchall()
+        return bytes(rows[0][0]) if rows else None
+
+    def list_matches(
+        self,
+        *,
+        player: str | None = None,
+        preset: str | None = None,
+        status: str | None = None,
+        valid: bool | None = None,
+        limit: int = 100,
+        after: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """Matches in store order, filtered; a page of at most ``limit`` and the token of the
+        next page (None when this is the last)."""
+        where = ["m.match_key > ?"]
+        params: list[object] = [int(after) if after and after.isdigit() else 0]
+        if player is not None:
+            where.append(
+                "m.match_key IN (SELECT match_key FROM players WHERE player_id = ? OR name = ?)"
+            )
+            params += [player, player]
+        if preset is not None:
+            where.append("m.preset = ?")
+            params.append(preset)
+        if status is not None:
+            where.append("CAST(m.status AS VARCHAR) = ?")
+            params.append(status.upper())
+        if valid is not None:
+            where.append("m.valid = ?")
+            params.append(valid)
+        limit = max(1, min(limit, 1000))
+        rows = self.con.execute(
+            "SELECT m.match_key, m.match_id, m.preset, CAST(m.status AS VARCHAR), m.valid, "
+            "m.deals, m.total_0, m.total_1, m.total_2, m.total_3, m.source, m.ingested_at "
+            f"FROM matches m WHERE {' AND '.join(where)} ORDER BY m.match_key LIMIT ?",
+            [*params, limit + 1],
+        ).fetchall()
+        names = ("match_key", "match_id", "preset", "status", "valid", "deals", "total_0",
+                 "total_1", "total_2", "total_3", "source", "ingested_at")  # fmt: skip
+        page = [dict(zip(names, row, strict=True)) for row in rows[:limit]]
+        token = str(page[-1]["match_key"]) if len(rows) > limit else None
+        return page, token
+
+
+def _batches(records: RecordFile, size: int) -> Iterator[Batch]:
+    """The records of a file in batches of ``size``, with the damage met between them."""
+    batch = Batch(records.name)
+    for payload, location, damage in _payloads(records):
+        if damage is not None:
+            batch.damage.append(damage)
+            continue
+        batch.payloads.append(payload)
+        batch.locations.append(location)
+        if len(batch.payloads) >= size:
+            yield batch
+            batch = Batch(records.name)
+    if batch.payloads or batch.damage:
+        yield batch
+
+
+def _payloads(records: RecordFile) -> Iterable[tuple[bytes, Location, Damage | None]]:
+    if records.format == "krec":
+        for run in records.raw_frame_runs():
+            if isinstance(run, Damage):
+                yield b"", run.location, run
+                continue
+            for i, payload in enumerate(run.payloads):
+                yield payload, Location(records.name, run.first + i, run.offsets[i]), None
+        return
+    for item in records:
+        if isinstance(item, Damage):
+            yield b"", item.location, item
+            continue
+        payload = item.match.SerializeToString(deterministic=True)
+        if len(payload) > MAX_FRAME_BYTES:
+            yield b"", item.location, Damage(item.location, "LIMIT_EXCEEDED", "record too large")
+            continue
+        yield payload, item.location, None

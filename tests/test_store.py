@@ -1,0 +1,376 @@
+"""The DuckDB store (kingrec.store): records in, rows out, on real DuckDB files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from kingrec import _twins
+from kingrec.container import KrecWriter
+from kingrec.errors import (
+    QueryError,
+    QueryLimitError,
+    QueryRefusedError,
+    RecordFileError,
+    StoreError,
+    StoreVersionError,
+)
+from kingrec.fastcheck import _core_params
+from kingrec.findings import MatchReport
+from kingrec.rules import PRESETS, RevokeRule, preset
+from kingrec.simulate import simulate_match
+from kingrec.store import Store
+from kingrec.store.columns import arrow_tables
+from kingrec.store.schema import SCHEMA_VERSION
+from kingrec.v1 import record_pb2 as pb
+from kingrec.validation import validate_file
+
+from rulesets import HOUSE
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+DUCKDB_CLI = shutil.which("duckdb", path=str(Path(sys.executable).parent)) or shutil.which("duckdb")
+
+
+def _krec(path: Path, matches: list[pb.Match]) -> Path:
+    with KrecWriter.open(path) as writer:
+        for m in matches:
+            writer.write_match(m)
+    return path
+
+
+def _rows(store: Store, sql: str) -> list[tuple[Any, ...]]:
+    return store.con.execute(sql).fetchall()
+
+
+# -- the two column builders build the same tables ------------------------------------------
+
+
+def _edge_matches() -> list[pb.Match]:
+    """Played matches of every kind, and invalid ones of the kinds the builders must carry."""
+    out = [
+        simulate_match(rules, seed)
+        for seed, rules in enumerate([*PRESETS.values(), *HOUSE.values()])
+    ]
+    out.append(simulate_match(preset("classic"), 3, abandon_after=7))
+    out.append(
+        simulate_match(preset("classic").replace(revoke=RevokeRule.PENALIZE), 4, revoke_in_deal=2)
+    )
+    broken = pb.Match()
+    broken.CopyFrom(out[0])
+    plays = bytearray(broken.deals[0].plays)
+    plays[0], plays[2] = plays[2], plays[0]
+    broken.deals[0].plays = bytes(plays)
+    broken.deals[1].plays = broken.deals[1].plays[:9] + b"\x70" + broken.deals[1].plays[10:]
+    broken.deals[2].hands = broken.deals[2].hands[:50]
+    broken.deals[3].contract = 9  # type: ignore[assignment]
+    broken.deals[4].declarer = 7
+    broken.deals[5].plays += broken.deals[5].plays[:3]
+    broken.deals[6].think_ms[:] = broken.deals[6].think_ms[:5]
+    broken.deals[7].trump = pb.SUIT_HEARTS
+    out.append(broken)
+    bad_rules = pb.Match()
+    bad_rules.CopyFrom(out[1])
+    bad_rules.ruleset.CopyFrom(pb.Ruleset(preset="nobody-knows"))
+    out.append(bad_rules)
+    return out
+
+
+@pytest.mark.skipif(_twins.COMPILED is None, reason="the compiled twins are not built")
+def test_the_compiled_and_python_builders_give_identical_tables() -> None:
+    assert _twins.COMPILED is not None
+    compiled = _twins.COMPILED.columns.ColumnBuilder(_core_params)
+    python = _twins.PYTHON.columns.ColumnBuilder(_core_params)
+    for key, match in enumerate(_edge_matches(), 1):
+        payload = match.SerializeToString()
+        assert compiled.add(payload, key) >= 0
+        python.add(payload, key)
+    fast, slow = arrow_tables(compiled.take()), arrow_tables(python.take())
+    for table in fast:
+        fast_rows, slow_rows = fast[table].to_pylist(), slow[table].to_pylist()
+        for name in ("ruleset",):  # indices into each builder's own list of rulesets
+            for row in fast_rows + slow_rows:
+                row.pop(name, None)
+        assert fast_rows == slow_rows, table
+    assert fast["plays"].num_rows > 10_000
+
+
+# -- ingest ----------------------------------------------------------------------------------
+
+
+def test_every_sample_is_stored_as_validate_judges_it(tmp_path: Path, twins: _twins.Twins) -> None:
+    """Valid records stored, invalid ones stored with their findings, damage listed."""
+    invalid = 0
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        for path in sorted(SAMPLES.glob("*/*")):
+            if path.suffix not in (".krec", ".jsonl"):
+                continue
+            try:
+                judged = list(validate_file(str(path), twins=twins))
+            except RecordFileError:  # not a record file at all: the store refuses it too
+                with pytest.raises(RecordFileError):
+                    store.ingest_file(str(path), twins=twins)
+                continue
+            reports = [r for r in judged if isinstance(r, MatchReport)]
+            summary = store.ingest_file(str(path), twins=twins)
+            assert summary.stored + summary.duplicates >= sum(r.valid for r in reports), path
+            assert summary.stored_invalid == sum(not r.valid for r in reports), path
+            assert summary.damaged == len(judged) - len(reports), path
+            invalid += summary.stored_invalid
+        assert _rows(store, "SELECT count(*) FROM matches WHERE NOT valid")[0][0] == invalid > 30
+        codes = {r[0] for r in _rows(store, "SELECT DISTINCT code FROM findings")}
+        assert {"MUST_RUFF", "NOT_IN_HAND", "BAD_DECK", "RULESET_INVALID"} <= codes
+        assert _rows(store, "SELECT count(*) FROM damage")[0][0] >= 2
+
+
+def test_a_second_ingest_stores_nothing_twice(tmp_path: Path) -> None:
+    path = _krec(tmp_path / "m.krec", [simulate_match(preset("short"), s) for s in range(30)])
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        first = store.ingest_file(str(path), batch_matches=7)
+        counts = {t: store.count(t) for t in ("matches", "deals", "tricks", "plays_base")}
+        again = store.ingest_file(str(path), batch_matches=7)
+        assert (first.stored, first.duplicates) == (30, 0)
+        assert (again.stored, again.duplicates) == (0, 30)
+        assert {t: store.count(t) for t in counts} == counts
+        assert counts["deals"] == 30 * 8
+
+
+def test_a_different_record_under_a_known_id_is_stored_and_flagged(tmp_path: Path) -> None:
+    match = simulate_match(preset("short"), 1)
+    other = pb.Match()
+    other.CopyFrom(match)
+    other.metadata.site = "another table"
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        (first,) = store.ingest_matches([match], source="a")
+        (second,) = store.ingest_matches([other], source="b")
+        assert first.status == "stored" and second.status == "stored"
+        assert second.report is not None
+        assert [f.code for f in second.report.findings] == ["MATCH_ID_REUSED"]
+        rows = _rows(store, "SELECT id_reused, warnings FROM matches ORDER BY match_key")
+        assert rows == [(False, 0), (True, 1)]
+        assert store.get_match(match.match_id) == match.SerializeToString(deterministic=True)
+
+
+def test_rows_carry_what_the_questions_need(tmp_path: Path) -> None:
+    match = simulate_match(preset("classic"), 12)
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        store.ingest_matches([match], source="test")
+        deals = _rows(
+            store,
+            "SELECT deal, contract, declarer, ended, score_0, score_1, score_2, score_3, hand_0 "
+            "FROM deals ORDER BY deal",
+        )
+        for row, deal in zip(deals, match.deals, strict=True):
+            assert row[0] == deal.number
+            assert row[1] == pb.Contract.Name(deal.contract).removeprefix("CONTRACT_")
+            assert row[2] == deal.declarer
+            assert list(row[4:8]) == list(deal.claimed_scores)
+            assert list(row[8]) == list(deal.hands[:13])
+        plays = _rows(
+            store,
+            "SELECT deal, play, card, trick, position, seat, took, legal FROM plays "
+            "ORDER BY deal, play",
+        )
+        assert len(plays) == sum(len(d.plays) for d in match.deals)
+        assert all(p[3] == p[1] // 4 + 1 and p[4] == p[1] % 4 for p in plays)
+        assert all(1 <= p[7] <= 13 for p in plays)
+        totals = _rows(store, "SELECT total_0, total_1, total_2, total_3, winners FROM matches")[0]
+        assert list(totals[:4]) == list(match.claimed_totals)
+        assert totals[4] == [
+            s for s in range(4) if match.claimed_totals[s] == max(match.claimed_totals)
+        ]
+        tricks = _rows(store, "SELECT sum(points) FROM tricks")[0][0]
+        assert tricks == sum(match.claimed_totals)
+
+
+def test_records_over_a_bound_or_unreadable_are_rejected_and_listed(tmp_path: Path) -> None:
+    over = simulate_match(preset("short"), 2)
+    for _ in range(300):
+        over.deals.add()
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        verdicts = store.ingest_payloads(
+            [over.SerializeToString(), b"\xff\xff not a match"], source="up"
+        )
+        assert [v.status for v in verdicts] == ["rejected", "rejected"]
+        assert store.count("matches") == 0
+        assert sorted(r[0] for r in _rows(store, "SELECT code FROM damage")) == [
+            "FRAME_UNDECODABLE",
+            "LIMIT_EXCEEDED",
+        ]
+
+
+# -- crashes and versions --------------------------------------------------------------------
+
+_INGEST = """
+import sys
+from kingrec.store import Store
+with Store.open(sys.argv[1]) as store:
+    store.ingest_file(sys.argv[2], batch_matches=int(sys.argv[3]))
+"""
+
+
+def test_kill_9_midway_leaves_whole_batches_and_a_rerun_completes(tmp_path: Path) -> None:
+    matches = [simulate_match(preset("short"), s) for s in range(400)]
+    path = _krec(tmp_path / "m.krec", matches)
+    db = tmp_path / "k.duckdb"
+    proc = subprocess.Popen([sys.executable, "-c", _INGEST, str(db), str(path), "20"])
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # kill it once some batches are in
+        time.sleep(0.05)
+        if proc.poll() is not None:
+            break
+        wal = Path(str(db) + ".wal")
+        if db.exists() and (wal.exists() or db.stat().st_size > 1 << 20):
+            time.sleep(0.3)
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with Store.open(str(db)) as store:
+        stored = store.count("matches")
+        assert stored % 20 == 0  # whole batches only
+        assert store.count("deals") == stored * 8
+        store.ingest_file(str(path), batch_matches=20)
+        assert store.count("matches") == 400
+        assert store.count("deals") == 400 * 8
+        assert _rows(store, "SELECT count(DISTINCT content_hash) FROM matches")[0][0] == 400
+
+
+def test_a_store_from_a_newer_kingrec_is_refused(tmp_path: Path) -> None:
+    db = str(tmp_path / "k.duckdb")
+    Store.open(db).close()
+    con = duckdb.connect(db)
+    con.execute(
+        "UPDATE kingrec_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION + 1)]
+    )
+    con.close()
+    with pytest.raises(StoreVersionError, match="newer kingrec"):
+        Store.open(db)
+    other = str(tmp_path / "other.duckdb")
+    con = duckdb.connect(other)
+    con.execute("CREATE TABLE t (a INT)")
+    con.close()
+    with pytest.raises(StoreError, match="not a kingrec store"):
+        Store.open(other)
+    with pytest.raises(StoreError, match="no store there"):
+        Store.open(str(tmp_path / "missing.duckdb"), read_only=True)
+
+
+@pytest.mark.skipif(DUCKDB_CLI is None, reason="the duckdb CLI (duckdb-cli) is not installed")
+def test_the_stock_duckdb_cli_opens_the_store(tmp_path: Path) -> None:
+    db = str(tmp_path / "k.duckdb")
+    with Store.open(db) as store:
+        store.ingest_file(str(SAMPLES / "valid" / "classic.krec"))
+    assert DUCKDB_CLI is not None
+    version = subprocess.run([DUCKDB_CLI, "--version"], capture_output=True, text=True, check=True)
+    assert version.stdout.startswith("v1.5"), version.stdout
+    sql = (
+        "SELECT count(*), min(card_name(card)) FROM plays WHERE contract = 'RIFKI';"
+        "SELECT comment FROM duckdb_columns() WHERE table_name = 'plays' AND column_name = 'legal';"
+    )
+    result = subprocess.run(
+        [DUCKDB_CLI, "-csv", "-readonly", db, "-c", sql],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1].split(",")[0].isdigit() and int(lines[1].split(",")[0]) > 0
+    assert "how many cards were legal" in result.stdout
+
+
+# -- queries ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    db = str(tmp_path_factory.mktemp("store") / "k.duckdb")
+    with Store.open(db) as store:
+        store.ingest_matches([simulate_match(preset("classic"), s) for s in range(6)], source="sim")
+    return db
+
+
+def test_a_query_streams_rows_with_column_names_and_types(store_path: str) -> None:
+    with Store.open(store_path, read_only=True) as store:
+        result = store.query(
+            "SELECT contract, count(*) AS tricks FROM tricks GROUP BY ALL ORDER BY 1"
+        )
+        assert [name for name, _ in result.columns] == ["contract", "tricks"]
+        rows = pa.Table.from_batches(list(result.batches())).to_pylist()
+        assert rows[0]["contract"] == "KOZ" and rows[0]["tricks"] > 0
+        cut = store.query("SELECT * FROM plays", max_rows=100)
+        assert sum(b.num_rows for b in cut.batches()) == 100 and cut.truncated
+
+
+@pytest.mark.parametrize(
+    ("sql", "error", "says"),
+    [
+        ("SELECT * FROM read_csv('/etc/passwd')", QueryRefusedError, "not allowed"),
+        ("SELECT * FROM read_parquet('x.parquet')", QueryRefusedError, "not allowed"),
+        ("ATTACH 'x.duckdb'", QueryRefusedError, "not ATTACH"),
+        ("COPY plays TO 'x.csv'", QueryRefusedError, "not COPY"),
+        ("SET threads = 1", QueryRefusedError, "not SET"),
+        ("INSTALL httpfs", QueryRefusedError, "only queries"),
+        ("LOAD httpfs", QueryRefusedError, "only queries"),
+        ("PRAGMA version", QueryRefusedError, "not PRAGMA"),
+        ("SELECT 1; SELECT 2", QueryRefusedError, "one SQL statement"),
+        ("CREATE TABLE x (a INT)", QueryRefusedError, "not CREATE"),
+        ("DELETE FROM plays_base", QueryRefusedError, "not DELETE"),
+        ("SELEC 1", QueryError, "does not parse"),
+        ("SELECT no_such_column FROM plays", QueryError, "no_such_column"),
+    ],
+)
+def test_a_hostile_query_gets_a_clear_refusal(
+    store_path: str, sql: str, error: type[Exception], says: str
+) -> None:
+    with Store.open(store_path) as store, pytest.raises(error, match=says):
+        list(store.query(sql).batches())
+
+
+def test_a_query_that_never_ends_is_stopped_at_its_time_limit(store_path: str) -> None:
+    with Store.open(store_path, read_only=True) as store:
+        began = time.monotonic()
+        with pytest.raises(QueryLimitError, match="time limit"):
+            list(
+                store.query(
+                    "SELECT count(*) FROM range(10000000000) a, range(10000000000) b", timeout_s=0.5
+                ).batches()
+            )
+        assert time.monotonic() - began < 10
+
+
+def test_list_matches_pages_and_filters(store_path: str) -> None:
+    with Store.open(store_path, read_only=True) as store:
+        page, token = store.list_matches(limit=4)
+        assert [r["match_id"] for r in page] == [f"sim-classic-{s}" for s in range(4)] and token
+        rest, end = store.list_matches(limit=4, after=token)
+        assert [r["match_id"] for r in rest] == ["sim-classic-4", "sim-classic-5"] and end is None
+        assert store.list_matches(player="Ayşe")[0] and not store.list_matches(player="Nobody")[0]
+        assert len(store.list_matches(preset="classic", valid=True, status="complete")[0]) == 6
+        assert not store.list_matches(valid=False)[0]
+
+
+def test_get_match_gives_the_record_back(store_path: str) -> None:
+    with Store.open(store_path, read_only=True) as store:
+        record = store.get_match("sim-classic-3")
+        assert record is not None
+        assert pb.Match.FromString(record) == simulate_match(preset("classic"), 3)
+        assert store.get_match("nope") is None
+
+
+def test_os_environment_names_the_default_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KINGREC_DB", str(tmp_path / "env.duckdb"))
+    with Store.open() as store:
+        assert store.path == str(tmp_path / "env.duckdb")
+    assert os.path.exists(tmp_path / "env.duckdb")
