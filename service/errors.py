@@ -19,9 +19,13 @@ from kingrec.errors import (
     JsonRecordError,
     KingrecError,
     LimitError,
+    QueryError,
+    QueryLimitError,
+    QueryRefusedError,
     RecordBuildError,
     RecordFileError,
     RulesetError,
+    StoreError,
 )
 from kingrec.findings import Finding
 
@@ -157,6 +161,11 @@ STATUS: dict[type[Exception], grpc.StatusCode] = {
     RecordBuildError: grpc.StatusCode.INVALID_ARGUMENT,
     # the library: a card the rules do not allow now
     IllegalPlayError: grpc.StatusCode.FAILED_PRECONDITION,
+    # the library: the store (a write that failed is rolled back: try again)
+    StoreError: grpc.StatusCode.UNAVAILABLE,
+    QueryError: grpc.StatusCode.INVALID_ARGUMENT,
+    QueryRefusedError: grpc.StatusCode.PERMISSION_DENIED,
+    QueryLimitError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     # the service
     BadRequestError: grpc.StatusCode.INVALID_ARGUMENT,
     UnreadableRecordError: grpc.StatusCode.INVALID_ARGUMENT,

@@ -402,6 +402,17 @@ class Hub:
         self.claim(live, publisher)
         return live
 
+    def list(self, limit: int, after: str) -> svc.ListMatchesResponse:
+        """A page of the live matches, by id: the first ``limit`` after ``after``."""
+        matches = sorted(self.matches.values(), key=lambda live: live.match_id)
+        page = [m for m in matches if m.match_id > after][: limit + 1]
+        more = len(page) > limit
+        page = page[:limit]
+        return svc.ListMatchesResponse(
+            matches=[m.summary() for m in page],
+            next_page_token=page[-1].match_id if more else "",
+        )
+
     def get(self, match_id: str) -> LiveMatch:
         live = self.matches.get(match_id)
         if live is None:

@@ -27,7 +27,7 @@ from kingrec.validation import validate_records
 
 from .errors import BadRequestError, UnreadableRecordError
 
-__all__ = ["judge_record", "match_of_record"]
+__all__ = ["judge_record", "match_of_record", "payload_of_record"]
 
 
 def _form(record: svc.Record) -> str:
@@ -143,3 +143,29 @@ def match_of_record(record: svc.Record) -> pb.Match:
     if problem is not None:
         raise LimitError(f"the record is over one of kingrec's bounds: {problem}")
     return match
+
+
+def payload_of_record(record: svc.Record) -> bytes:
+    """The serialized match a store keeps for a record, as ``kingrec ingest`` would keep it
+    from a file: the bytes of a frame as they are (a serialized Match, or the one frame of a
+    .krec file), a match given as a message or as JSON serialized deterministically.
+    Whether the bytes are a readable match, the store judges."""
+    form = _form(record)
+    if form == "match":
+        payload = record.match.SerializeToString(deterministic=True)
+    elif form == "json":
+        payload = loads_match(_json_text(record)).SerializeToString(deterministic=True)
+    elif not record.krec.startswith(MAGIC):
+        payload = record.krec
+    else:
+        frames: list[bytes] = []
+        for run in _file(record, form).raw_frame_runs():
+            if isinstance(run, Damage):
+                raise _damage_error(run)
+            frames += run.payloads
+            if len(frames) > 1:
+                break
+        _only(list(frames), ".krec file")
+        payload = frames[0]
+    _check_frame_size(payload)
+    return payload

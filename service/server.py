@@ -11,9 +11,14 @@ for the largest record there is (a JSON record of ``MAX_JSON_LINE_BYTES``) and i
 responses are kept to ``MAX_RESPONSE_BYTES``, gRPC's default receive limit, so that clients
 need no setting.
 
+With ``config.db`` the server owns that DuckDB store (``kingrec_service.storage``: DuckDB
+lets one process write a file, so nothing else may hold it open meanwhile).
+
 ``KingrecServer.stop`` is graceful: health turns NOT_SERVING, live matches are abandoned and
 stored, viewers get the end of their match, replays and publishers end UNAVAILABLE saying where
-to resume, unary calls in flight finish (within ``grace`` seconds); then the server stops.
+to resume, uploads get the answers to what they sent before and end UNAVAILABLE, unary calls in
+flight finish (within ``grace`` seconds); then what is queued for the store is committed and
+the store closed.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -37,6 +43,8 @@ from ._pb import service_pb2_grpc
 from .interceptors import ErrorInterceptor, TokenInterceptor
 from .live import Hub, LiveConfig
 from .servicers import KingrecServicer
+from .storage import QueryLimits, StoreGateway
+from .stored import store_live
 
 __all__ = [
     "MAX_REQUEST_BYTES",
@@ -72,7 +80,8 @@ class ServiceConfig:
     token: str | None = None  # Upload and Publish need it, when set
     tls_cert: bytes | None = None  # PEM certificate chain; TLS when given with the key
     tls_key: bytes | None = None  # PEM private key
-    db: str | None = None  # the store's file (not built yet)
+    db: str | None = None  # the store's DuckDB file (None: no store; the store RPCs refuse)
+    query: QueryLimits = field(default_factory=QueryLimits)
     grace: float = 10.0  # seconds in-flight calls get to finish on stop
     live: LiveConfig = field(default_factory=LiveConfig)
 
@@ -81,12 +90,18 @@ class KingrecServer:
     """A built server: ``start``, ``stop`` (graceful), ``wait_for_termination``."""
 
     def __init__(
-        self, server: grpc.aio.Server, hub: Hub, health: health.aio.HealthServicer, grace: float
+        self,
+        server: grpc.aio.Server,
+        hub: Hub,
+        health: health.aio.HealthServicer,
+        grace: float,
+        store: StoreGateway | None,
     ) -> None:
         self.grpc = server
         self.hub = hub
         self.health = health
         self.grace = grace
+        self.store = store
 
     async def start(self) -> None:
         await self.grpc.start()
@@ -98,6 +113,8 @@ class KingrecServer:
         closing = asyncio.ensure_future(self.hub.close())
         await self.grpc.stop(self.grace if grace is None else grace)
         await closing
+        if self.store is not None:  # what is queued is committed, then the file is closed
+            await asyncio.to_thread(self.store.close)
 
     async def wait_for_termination(self) -> None:
         await self.grpc.wait_for_termination()
@@ -111,8 +128,6 @@ def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
     """The server for ``config``, bound but not started, and the port it is bound to."""
     if (config.tls_cert is None) != (config.tls_key is None):
         raise ServerError("TLS needs both a certificate and its key")
-    if config.db is not None:
-        raise ServerError("the store (--db) is not built yet; start without it")
     interceptors: list[grpc.aio.ServerInterceptor] = [ErrorInterceptor()]
     if config.token:
         interceptors.append(TokenInterceptor(config.token, GUARDED))
@@ -126,8 +141,9 @@ def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
             ("grpc.keepalive_timeout_ms", 20_000),
         ],
     )
-    hub = Hub(config.live)
-    service_pb2_grpc.add_KingrecServiceServicer_to_server(KingrecServicer(hub), server)
+    store = None if config.db is None else StoreGateway.open(config.db, config.query)
+    hub = Hub(config.live, None if store is None else partial(store_live, store))
+    service_pb2_grpc.add_KingrecServiceServicer_to_server(KingrecServicer(hub, store), server)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
@@ -141,10 +157,14 @@ def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
         else:
             port = server.add_insecure_port(address)
     except RuntimeError as exc:
-        raise ServerError(f"cannot listen on {address}: {exc}") from None
+        port, problem = 0, f"cannot listen on {address}: {exc}"
+    else:
+        problem = f"cannot listen on {address} (in use, or not an address of this host)"
     if port == 0:
-        raise ServerError(f"cannot listen on {address} (in use, or not an address of this host)")
-    return KingrecServer(server, hub, health_servicer, config.grace), port
+        if store is not None:
+            store.close()
+        raise ServerError(problem)
+    return KingrecServer(server, hub, health_servicer, config.grace, store), port
 
 
 async def serve(config: ServiceConfig, ready: Callable[[int], None] | None = None) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
@@ -19,13 +19,19 @@ from .convert import report_json, report_to_proto
 from .errors import BadRequestError, NoStoreError, ShuttingDownError
 from .events import from_position, record_events, response
 from .live import Hub, LiveMatch
+from .querying import query_stream
 from .records import judge_record, match_of_record
 from .replaying import check_pace, paced
+from .storage import StoreGateway
+from .stored import get_stored, list_stored
+from .uploads import upload_responses
 
 __all__ = ["KingrecServicer"]
 
 if TYPE_CHECKING:  # the stubs' generics do not exist at run time
     Context = grpc.aio.ServicerContext[Any, Any]
+
+R = TypeVar("R")
 
 # A response already encoded: the events of a replay or a live match are serialized once
 # each (kingrec_service.events.Event), however many viewers get them, and responses are
@@ -42,8 +48,14 @@ def _seat(request: svc.ReplayRequest | svc.WatchRequest) -> int | None:
 
 
 class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Hub, store: StoreGateway | None) -> None:
         self.hub = hub
+        self.store = store
+
+    def _store(self, what: str) -> StoreGateway:
+        if self.store is None:
+            raise NoStoreError(f"{what} needs the store, and this server keeps none")
+        return self.store
 
     # -- records ------------------------------------------------------------------------
 
@@ -59,11 +71,12 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         source = request.WhichOneof("source")
         if source is None:
             raise BadRequestError("say what to replay: a match_id or a record")
-        if source == "match_id":
-            raise NoStoreError("replaying a stored match needs the store, which is not built yet")
         seat = _seat(request)
         check_pace(request.pace)
-        match = match_of_record(request.record)
+        if source == "match_id":
+            match = await get_stored(self._store("replaying a stored match"), request.match_id)
+        else:
+            match = match_of_record(request.record)
         rules = ruleset_from_proto(match.ruleset)
         start_deal, start_trick = max(request.start_deal, 1), max(request.start_trick, 1)
         if start_deal > max(len(match.deals), 1):
@@ -140,40 +153,35 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
     async def Upload(
         self, request_iterator: AsyncIterable[svc.UploadRequest], context: Context
     ) -> AsyncIterator[svc.UploadResponse]:
-        raise NoStoreError("uploads need the store, which is not built yet")
-        yield svc.UploadResponse()  # an async generator, as the stream wants
+        store = self._store("uploading")
+        requests = _until(request_iterator, self.hub.stopping)
+        async with aclosing(upload_responses(store, requests)) as responses:
+            async for response in responses:
+                yield response
 
     async def Query(
         self, request: svc.QueryRequest, context: Context
     ) -> AsyncIterator[svc.QueryResponse]:
-        raise NoStoreError("queries need the store, which is not built yet")
-        yield svc.QueryResponse()
+        store = self._store("a query")
+        async with aclosing(query_stream(store, request, context.time_remaining())) as responses:
+            async for response in responses:
+                yield response
 
     async def ListMatches(
         self, request: svc.ListMatchesRequest, context: Context
     ) -> svc.ListMatchesResponse:
-        if not request.live:
-            raise NoStoreError("listing stored matches needs the store, which is not built yet")
-        matches = sorted(self.hub.matches.values(), key=lambda live: live.match_id)
-        after = request.page_token
-        limit = request.limit or 100
-        page = [m for m in matches if m.match_id > after][: limit + 1]
-        more = len(page) > limit
-        page = page[:limit]
-        return svc.ListMatchesResponse(
-            matches=[m.summary() for m in page],
-            next_page_token=page[-1].match_id if more else "",
-        )
+        if request.live:
+            return self.hub.list(request.limit or 100, request.page_token)
+        return await list_stored(self._store("listing stored matches"), request)
 
     async def GetMatch(
         self, request: svc.GetMatchRequest, context: Context
     ) -> svc.GetMatchResponse:
-        raise NoStoreError("stored matches need the store, which is not built yet")
+        match = await get_stored(self._store("reading a stored match"), request.match_id)
+        return svc.GetMatchResponse(match=match)
 
 
-async def _until(
-    requests: AsyncIterable[svc.PublishRequest], stopping: asyncio.Event
-) -> AsyncGenerator[svc.PublishRequest]:
+async def _until(requests: AsyncIterable[R], stopping: asyncio.Event) -> AsyncGenerator[R]:
     """The requests of a client stream until it ends, or ``ShuttingDownError`` when the
     server starts stopping while waiting for one."""
     iterator = aiter(requests)

@@ -26,7 +26,8 @@ by name; a stream that ended early carries `kingrec-resume-from`.
                        (no such seat, a missing field, ...), NOT_KREC,
                        UNSUPPORTED_VERSION, FRAME_UNDECODABLE, JSON_INVALID,
                        LIMIT_EXCEEDED, RULESET_INVALID; a live match's start
-                       the validator refuses (BAD_PLAYERS, ...)
+                       the validator refuses (BAD_PLAYERS, ...); SQL that is
+                       not one valid query (QUERY_INVALID)
   FAILED_PRECONDITION  a live event the rules do not allow now, with the
                        finding's code (MUST_FOLLOW_SUIT, WRONG_DECLARER,
                        CONTRACT_QUOTA, MATCH_INCOMPLETE, ...): the match stays
@@ -34,16 +35,23 @@ by name; a stream that ended early carries `kingrec-resume-from`.
                        OUT_OF_ORDER (a card before any deal, not that seat's
                        turn, the match is over); NO_STORE (this server keeps
                        no store)
+  PERMISSION_DENIED    QUERY_REFUSED: SQL that tries what Query does not
+                       allow (files, network, extensions, settings, writes,
+                       more than one statement)
   NOT_FOUND            MATCH_NOT_FOUND
   ALREADY_EXISTS       MATCH_EXISTS: a live match with that id is being played
   ABORTED              PUBLISHER_BUSY: another stream is publishing that match
   RESOURCE_EXHAUSTED   FELL_BEHIND: a viewer fell too far behind (resume with
                        resume_from = kingrec-resume-from); TOO_MANY_MATCHES;
-                       and gRPC's own refusal of a message over the size limit
+                       QUERY_LIMIT: a query that ran past the server's time
+                       limit; and gRPC's own refusal of a message over the
+                       size limit
   UNAUTHENTICATED      Upload and Publish without the server's token (metadata
                        `authorization: Bearer TOKEN`)
   UNAVAILABLE          SHUTTING_DOWN: the server is stopping; streams end with
-                       it and say where to resume
+                       it and say where to resume. STORE_ERROR: the store could
+                       not be written (nothing of that transaction was kept;
+                       send the unacknowledged records again)
   DEADLINE_EXCEEDED    the client's deadline passed
   INTERNAL             a bug in kingrec (logged in one line)
 
@@ -1155,25 +1163,74 @@ Global___UploadRequest: _TypeAlias = UploadRequest  # noqa: Y015
 
 @_typing.final
 class UploadResponse(_message.Message):
+    """One response per request, in order, sent once that request's records are
+    committed (a transaction may hold several requests, never half of one).
+    After the client closes its side, one last response carries the summary
+    (and no verdicts).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     VERDICTS_FIELD_NUMBER: _builtins.int
+    SUMMARY_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def verdicts(self) -> _containers.RepeatedCompositeFieldContainer[Global___StoreVerdict]:
         """one per record of the request, in order"""
+
+    @_builtins.property
+    def summary(self) -> Global___UploadSummary:
+        """on the last response only"""
 
     def __init__(
         self,
         *,
         verdicts: _abc.Iterable[Global___StoreVerdict] | None = ...,
+        summary: Global___UploadSummary | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["summary", b"summary"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["verdicts", b"verdicts"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["summary", b"summary", "verdicts", b"verdicts"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___UploadResponse: _TypeAlias = UploadResponse  # noqa: Y015
+
+@_typing.final
+class UploadSummary(_message.Message):
+    """What a whole Upload stream did."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RECORDS_FIELD_NUMBER: _builtins.int
+    STORED_FIELD_NUMBER: _builtins.int
+    STORED_INVALID_FIELD_NUMBER: _builtins.int
+    DUPLICATES_FIELD_NUMBER: _builtins.int
+    REJECTED_FIELD_NUMBER: _builtins.int
+    records: _builtins.int
+    stored: _builtins.int
+    """stored, valid"""
+    stored_invalid: _builtins.int
+    """stored, with findings of severity error"""
+    duplicates: _builtins.int
+    """already stored: nothing stored twice"""
+    rejected: _builtins.int
+    """not readable as a record"""
+    def __init__(
+        self,
+        *,
+        records: _builtins.int = ...,
+        stored: _builtins.int = ...,
+        stored_invalid: _builtins.int = ...,
+        duplicates: _builtins.int = ...,
+        rejected: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["duplicates", b"duplicates", "records", b"records", "rejected", b"rejected", "stored", b"stored", "stored_invalid", b"stored_invalid"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UploadSummary: _TypeAlias = UploadSummary  # noqa: Y015
 
 @_typing.final
 class QueryRequest(_message.Message):

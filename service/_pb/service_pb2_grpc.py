@@ -111,15 +111,19 @@ class KingrecServiceServicer:
 
     def Upload(self, request_iterator, context):
         """Store records, many per message; each message is answered with a verdict
-        per record once its transaction is committed. Needs the token when the
-        server has one, and a store.
+        per record once its transaction is committed, so a broken stream loses
+        nothing acknowledged and stores nothing half (send the unacknowledged
+        messages again: what was stored comes back as duplicates). Needs the
+        token when the server has one.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def Query(self, request, context):
-        """Run a read-only SQL query on the store; rows come in Arrow or JSON batches.
+        """Run one read-only SQL statement on the store; rows come in Arrow or JSON
+        batches. The connection reaches no files, network, extensions or
+        settings; the server's time, row and byte limits apply.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -26,7 +26,8 @@ by name; a stream that ended early carries `kingrec-resume-from`.
                        (no such seat, a missing field, ...), NOT_KREC,
                        UNSUPPORTED_VERSION, FRAME_UNDECODABLE, JSON_INVALID,
                        LIMIT_EXCEEDED, RULESET_INVALID; a live match's start
-                       the validator refuses (BAD_PLAYERS, ...)
+                       the validator refuses (BAD_PLAYERS, ...); SQL that is
+                       not one valid query (QUERY_INVALID)
   FAILED_PRECONDITION  a live event the rules do not allow now, with the
                        finding's code (MUST_FOLLOW_SUIT, WRONG_DECLARER,
                        CONTRACT_QUOTA, MATCH_INCOMPLETE, ...): the match stays
@@ -34,16 +35,23 @@ by name; a stream that ended early carries `kingrec-resume-from`.
                        OUT_OF_ORDER (a card before any deal, not that seat's
                        turn, the match is over); NO_STORE (this server keeps
                        no store)
+  PERMISSION_DENIED    QUERY_REFUSED: SQL that tries what Query does not
+                       allow (files, network, extensions, settings, writes,
+                       more than one statement)
   NOT_FOUND            MATCH_NOT_FOUND
   ALREADY_EXISTS       MATCH_EXISTS: a live match with that id is being played
   ABORTED              PUBLISHER_BUSY: another stream is publishing that match
   RESOURCE_EXHAUSTED   FELL_BEHIND: a viewer fell too far behind (resume with
                        resume_from = kingrec-resume-from); TOO_MANY_MATCHES;
-                       and gRPC's own refusal of a message over the size limit
+                       QUERY_LIMIT: a query that ran past the server's time
+                       limit; and gRPC's own refusal of a message over the
+                       size limit
   UNAUTHENTICATED      Upload and Publish without the server's token (metadata
                        `authorization: Bearer TOKEN`)
   UNAVAILABLE          SHUTTING_DOWN: the server is stopping; streams end with
-                       it and say where to resume
+                       it and say where to resume. STORE_ERROR: the store could
+                       not be written (nothing of that transaction was kept;
+                       send the unacknowledged records again)
   DEADLINE_EXCEEDED    the client's deadline passed
   INTERNAL             a bug in kingrec (logged in one line)
 
@@ -95,11 +103,16 @@ class KingrecServiceStub:
     """Watch a live match: what happened so far, then each event as it happens."""
     Upload: _grpc.StreamStreamMultiCallable[_service_pb2.UploadRequest, _service_pb2.UploadResponse]
     """Store records, many per message; each message is answered with a verdict
-    per record once its transaction is committed. Needs the token when the
-    server has one, and a store.
+    per record once its transaction is committed, so a broken stream loses
+    nothing acknowledged and stores nothing half (send the unacknowledged
+    messages again: what was stored comes back as duplicates). Needs the
+    token when the server has one.
     """
     Query: _grpc.UnaryStreamMultiCallable[_service_pb2.QueryRequest, _service_pb2.QueryResponse]
-    """Run a read-only SQL query on the store; rows come in Arrow or JSON batches."""
+    """Run one read-only SQL statement on the store; rows come in Arrow or JSON
+    batches. The connection reaches no files, network, extensions or
+    settings; the server's time, row and byte limits apply.
+    """
     ListMatches: _grpc.UnaryUnaryMultiCallable[_service_pb2.ListMatchesRequest, _service_pb2.ListMatchesResponse]
     """List stored matches (or the live ones), a page at a time."""
     GetMatch: _grpc.UnaryUnaryMultiCallable[_service_pb2.GetMatchRequest, _service_pb2.GetMatchResponse]
@@ -122,11 +135,16 @@ class KingrecServiceAsyncStub(KingrecServiceStub):
     """Watch a live match: what happened so far, then each event as it happens."""
     Upload: _aio.StreamStreamMultiCallable[_service_pb2.UploadRequest, _service_pb2.UploadResponse]  # type: ignore[assignment]
     """Store records, many per message; each message is answered with a verdict
-    per record once its transaction is committed. Needs the token when the
-    server has one, and a store.
+    per record once its transaction is committed, so a broken stream loses
+    nothing acknowledged and stores nothing half (send the unacknowledged
+    messages again: what was stored comes back as duplicates). Needs the
+    token when the server has one.
     """
     Query: _aio.UnaryStreamMultiCallable[_service_pb2.QueryRequest, _service_pb2.QueryResponse]  # type: ignore[assignment]
-    """Run a read-only SQL query on the store; rows come in Arrow or JSON batches."""
+    """Run one read-only SQL statement on the store; rows come in Arrow or JSON
+    batches. The connection reaches no files, network, extensions or
+    settings; the server's time, row and byte limits apply.
+    """
     ListMatches: _aio.UnaryUnaryMultiCallable[_service_pb2.ListMatchesRequest, _service_pb2.ListMatchesResponse]  # type: ignore[assignment]
     """List stored matches (or the live ones), a page at a time."""
     GetMatch: _aio.UnaryUnaryMultiCallable[_service_pb2.GetMatchRequest, _service_pb2.GetMatchResponse]  # type: ignore[assignment]
@@ -176,8 +194,10 @@ class KingrecServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_service_pb2.UploadResponse], _abc.AsyncIterator[_service_pb2.UploadResponse]]:
         """Store records, many per message; each message is answered with a verdict
-        per record once its transaction is committed. Needs the token when the
-        server has one, and a store.
+        per record once its transaction is committed, so a broken stream loses
+        nothing acknowledged and stores nothing half (send the unacknowledged
+        messages again: what was stored comes back as duplicates). Needs the
+        token when the server has one.
         """
 
     @_abc_1.abstractmethod
@@ -186,7 +206,10 @@ class KingrecServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _service_pb2.QueryRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_service_pb2.QueryResponse], _abc.AsyncIterator[_service_pb2.QueryResponse]]:
-        """Run a read-only SQL query on the store; rows come in Arrow or JSON batches."""
+        """Run one read-only SQL statement on the store; rows come in Arrow or JSON
+        batches. The connection reaches no files, network, extensions or
+        settings; the server's time, row and byte limits apply.
+        """
 
     @_abc_1.abstractmethod
     def ListMatches(
