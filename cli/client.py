@@ -36,8 +36,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 DEFAULT_SERVER = "localhost:50051"
 
 
-def server_options(*, token: bool = False) -> Callable[[F], F]:
-    """``--server``, ``--tls-ca`` (and ``--token``) for a command that calls a server."""
+def server_options(*, token: bool = False, required: bool = False) -> Callable[[F], F]:
+    """``--server``, ``--tls-ca`` (and ``--token``) for a command that calls a server;
+    ``required``: no default server (the command also has other work without one)."""
 
     def decorate(command: F) -> F:
         if token:
@@ -53,6 +54,14 @@ def server_options(*, token: bool = False) -> Callable[[F], F]:
             metavar="PEM",
             help="Talk TLS, trusting this CA certificate (the server's own, if self-signed).",
         )(command)
+        if required:
+            return click.option(
+                "--server",
+                envvar="KINGREC_SERVER",
+                required=True,
+                metavar="HOST:PORT",
+                help="The kingrec server (default: $KINGREC_SERVER).",
+            )(command)
         return click.option(
             "--server",
             envvar="KINGREC_SERVER",

@@ -39,6 +39,8 @@ COMMANDS = {
     "replay": "kingrec_cli.replay",
     "watch": "kingrec_cli.watch",
     "publish": "kingrec_cli.publish",
+    "upload": "kingrec_cli.upload",
+    "query": "kingrec_cli.query",
 }
 
 COMPLETION = """Shell completion (bash; zsh_source and fish_source for the others):

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import click
 
+from kingrec.store.db import default_path
 from kingrec_service import ServiceConfig
 from kingrec_service import serve as run_server
+from kingrec_service.storage import QueryLimits
 
 from .errors import user_errors
 
@@ -44,7 +46,19 @@ from .errors import user_errors
     help="The private key of --tls-cert.",
 )
 @click.option(
-    "--db", type=click.Path(dir_okay=False), metavar="PATH", help="The store's database file."
+    "--db",
+    type=click.Path(dir_okay=False),
+    metavar="PATH",
+    help="The store: a DuckDB file, created when new, that the server alone may open while it "
+    "runs (default: $KINGREC_DB, else kingrec.duckdb).",
+)
+@click.option(
+    "--query-timeout",
+    type=click.FloatRange(min=0.001),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long one Query may run.",
 )
 @click.option(
     "--grace",
@@ -61,14 +75,17 @@ def serve(
     tls_cert: str | None,
     tls_key: str | None,
     db: str | None,
+    query_timeout: float,
     grace: float,
 ) -> None:
-    """Serve kingrec over gRPC: validate records, replay them, publish and watch live matches.
+    """Serve kingrec over gRPC: validate, store and query records, replay them, publish
+    and watch live matches.
 
     The service is kingrec.v1.KingrecService (proto/kingrec/v1/service.proto), with the
-    standard health service and server reflection. It runs until SIGTERM or Ctrl-C, then
-    stops gracefully: live matches are stored as abandoned, streams end saying where to
-    resume, calls in flight get --grace seconds to finish.
+    standard health service and server reflection, on the store --db. It runs until SIGTERM
+    or Ctrl-C, then stops gracefully: uploads get the answers to what they sent, live
+    matches are stored as abandoned, streams end saying where to resume, calls in flight get
+    --grace seconds to finish.
     """
     logging.basicConfig(stream=sys.stderr, format="kingrec serve: %(message)s", level=logging.INFO)
     with user_errors():
@@ -78,12 +95,13 @@ def serve(
             token=token or None,
             tls_cert=Path(tls_cert).read_bytes() if tls_cert else None,
             tls_key=Path(tls_key).read_bytes() if tls_key else None,
-            db=db,
+            db=db or default_path(),
+            query=QueryLimits(timeout_s=query_timeout),
             grace=grace,
         )
 
         def ready(bound: int) -> None:
-            notes = ["TLS" if tls_cert else "plaintext"]
+            notes = ["TLS" if tls_cert else "plaintext", f"store {config.db}"]
             if token:
                 notes.append("Upload and Publish need the token")
             click.echo(f"kingrec: serving on {host}:{bound} ({', '.join(notes)})")

@@ -10,22 +10,17 @@ whether the result was cut.
 
 from __future__ import annotations
 
-import base64
-import datetime as dt
-import decimal
-import json
-import uuid
 from collections.abc import AsyncGenerator, Iterator
-from typing import Any
 
 import pyarrow as pa
 
 from kingrec.store import Store
+from kingrec.store.query import json_rows
 from kingrec.v1 import service_pb2 as svc
 
 from .storage import QueryLimits, StoreGateway
 
-__all__ = ["CHUNK_BYTES", "json_rows", "query_responses", "query_stream"]
+__all__ = ["CHUNK_BYTES", "query_responses", "query_stream"]
 
 CHUNK_BYTES = 1 << 20  # rows per message, by size: well under gRPC's 4 MiB
 
@@ -35,24 +30,6 @@ def _limits(request: svc.QueryRequest, server: QueryLimits, remaining: float | N
     rows = min(request.max_rows, server.max_rows) if request.max_rows else server.max_rows
     size = min(request.max_bytes, server.max_bytes) if request.max_bytes else server.max_bytes
     return QueryLimits(max(timeout, 0.001), rows, size)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat()
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, decimal.Decimal | uuid.UUID):
-        return str(value)
-    raise TypeError(f"{type(value).__name__} has no JSON form")
-
-
-def json_rows(batch: pa.RecordBatch) -> Iterator[str]:
-    """Each row of ``batch`` as one JSON object (bytes in base64, times in ISO 8601)."""
-    for row in batch.to_pylist():
-        yield json.dumps(row, ensure_ascii=False, default=_jsonable)
 
 
 def _arrow(batch: pa.RecordBatch) -> bytes:
