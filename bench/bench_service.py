@@ -1,9 +1,9 @@
 """The gRPC service under load: Validate, Watch (live fan-out) and Replay.
 
-    python bench/bench_service.py [--seconds 5] [--viewers 100] [--rate 100]
+    python bench/bench_service.py [--seconds 5] [--viewers 100] [--rate 100] [--upload 4000]
 
-Starts ``kingrec serve --port 0`` as a process of its own (the server gets a core; the
-clients, grpc.aio in this process, the other), then measures:
+Starts ``kingrec serve --port 0`` over a fresh store, as a process of its own (the server gets
+a core; the clients, grpc.aio in this process, the other), then measures:
 
 * Validate: records/s with 16 concurrent clients, each sending a simulated classic match
   (a different one each call) as its serialized bytes. Target >= 2,000 records/s.
@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -43,20 +45,29 @@ SEED = 7
 
 
 @contextmanager
-def server() -> Iterator[str]:
-    process = subprocess.Popen(
-        [str(KINGREC), "serve", "--port", "0", "--grace", "1"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    line = process.stdout.readline()
-    address = line.split("serving on ")[1].split()[0]
-    try:
-        yield address
-    finally:
-        process.terminate()
-        process.wait(30)
+def server() -> Iterator[tuple[str, int]]:
+    """``kingrec serve`` over a fresh store in a temporary folder: its address and pid."""
+    with tempfile.TemporaryDirectory() as folder:
+        process = subprocess.Popen(
+            [str(KINGREC), "serve", "--port", "0", "--grace", "1",
+             "--db", str(Path(folder, "bench.duckdb"))],
+            stdout=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        address = line.split("serving on ")[1].split()[0]
+        try:
+            yield address, process.pid
+        finally:
+            process.terminate()
+            process.wait(60)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def matches(count: int) -> list[pb.Match]:
@@ -196,14 +207,48 @@ async def bench_replay(address: str, match_list: list[pb.Match], seconds: float)
           f"{events} events in {elapsed:.1f} s; target >= 50,000: {verdict})")  # fmt: skip
 
 
+# -- Upload -----------------------------------------------------------------------------------
+
+
+async def bench_upload(address: str, pid: int, count: int) -> None:
+    rules = preset("classic")
+    payloads = [
+        simulate_match(rules, derive_seed(SEED + 1, i)).SerializeToString() for i in range(count)
+    ]
+    per_message = 500
+    requests = [
+        svc.UploadRequest(
+            records=[svc.Record(krec=p) for p in payloads[i : i + per_message]], source="bench"
+        )
+        for i in range(0, count, per_message)
+    ]
+    stored = 0
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = KingrecServiceStub(channel)
+        cpu = cpu_seconds(pid)
+        started = time.perf_counter()
+        async for response in stub.Upload(iter(requests)):
+            stored += sum(v.status == svc.StoreVerdict.STATUS_STORED for v in response.verdicts)
+        elapsed = time.perf_counter() - started
+        cpu = cpu_seconds(pid) - cpu
+    assert stored == count, f"{stored} of {count} stored"
+    rate = count / elapsed
+    verdict = "ok" if rate >= 20_000 else "BELOW TARGET"
+    print(f"Upload: {rate:,.0f} classic matches/s stored and acknowledged from one stream "
+          f"({count} matches, {count * 20} deals, {per_message} a message, in {elapsed:.1f} s; "
+          f"server CPU {cpu:.1f} s = {count / cpu:,.0f} matches per CPU-second; "
+          f"target >= 20,000: {verdict})")  # fmt: skip
+
+
 async def main(args: argparse.Namespace) -> None:
     sample = matches(64)
-    with server() as address:
+    with server() as (address, pid):
         print(f"kingrec serve at {address}")
         payloads = [m.SerializeToString() for m in sample]
         await bench_validate(address, payloads, args.seconds, 16)
         await bench_watch(address, sample[0], args.viewers, args.rate)
         await bench_replay(address, sample, args.seconds)
+        await bench_upload(address, pid, args.upload)
 
 
 if __name__ == "__main__":
@@ -211,4 +256,5 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=5.0, help="per throughput figure")
     parser.add_argument("--viewers", type=int, default=100)
     parser.add_argument("--rate", type=float, default=100.0, help="cards/s the publisher plays")
+    parser.add_argument("--upload", type=int, default=4000, help="matches to upload")
     asyncio.run(main(parser.parse_args()))

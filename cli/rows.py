@@ -28,6 +28,8 @@ FORMATS = ("table", "csv", "json")
 def _cell(value: Any) -> str:
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as SQL and JSON write them
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
     return str(value)

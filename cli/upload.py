@@ -15,6 +15,7 @@ from kingrec.v1 import service_pb2 as svc
 
 from .client import connect, rpc_errors, server_options, token_metadata
 from .errors import EXIT_INVALID, EXIT_UNREADABLE, user_errors
+from .places import damage_sentence, place
 from .terminal import Terminal
 
 MESSAGE_BYTES = 3 << 20  # records per request, by size: under the server's 4 MiB limit
@@ -38,7 +39,8 @@ def _records(
         for run in records.raw_frame_runs():
             if isinstance(run, Damage):
                 sent.damaged += 1
-                terminal.error(f"{run.location}: {run.code}: {run.message} (skipped)")
+                message = damage_sentence(run.location, run.message)
+                terminal.error(f"{place(run.location)}: {run.code}: {message} (skipped)")
                 continue
             for i, payload in enumerate(run.payloads):
                 yield payload, Location(records.name, run.first + i, run.offsets[i])
@@ -46,12 +48,13 @@ def _records(
     for item in records:
         if isinstance(item, Damage):
             sent.damaged += 1
-            terminal.error(f"{item.location}: {item.code}: {item.message} (skipped)")
+            message = damage_sentence(item.location, item.message)
+            terminal.error(f"{place(item.location)}: {item.code}: {message} (skipped)")
             continue
         payload = item.match.SerializeToString(deterministic=True)
         if len(payload) > MAX_FRAME_BYTES:
             sent.damaged += 1
-            terminal.error(f"{item.location}: LIMIT_EXCEEDED: record too large (skipped)")
+            terminal.error(f"{place(item.location)}: LIMIT_EXCEEDED: record too large (skipped)")
             continue
         yield payload, item.location
 
@@ -142,11 +145,11 @@ _WORDS = {
 
 def _tell(terminal: Terminal, location: Location, verdict: svc.StoreVerdict, quiet: bool) -> None:
     if verdict.status == svc.StoreVerdict.STATUS_REJECTED:
-        terminal.error(f"{location}: rejected: {verdict.message}")
+        terminal.error(f"{place(location)}: rejected: {damage_sentence(location, verdict.message)}")
         return
     if quiet and verdict.status != svc.StoreVerdict.STATUS_STORED_INVALID:
         return
-    line = f"{location}: {verdict.match_id or '-'}: {_WORDS.get(verdict.status, '?')}"
+    line = f"{place(location)}: {verdict.match_id or '-'}: {_WORDS.get(verdict.status, '?')}"
     errors = [f.code for f in verdict.report.findings if f.severity == svc.SEVERITY_ERROR]
     if errors:
         line += f" ({', '.join(errors[:5])}{', …' if len(errors) > 5 else ''})"

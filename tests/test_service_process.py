@@ -19,6 +19,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from kingrec.store import Store
 from kingrec.v1 import service_pb2 as svc
 from kingrec_cli.client import pick_match
 from kingrec_cli.publish import live_requests
@@ -33,16 +34,17 @@ SERVICE = "kingrec.v1.KingrecService"
 
 
 class Served:
-    def __init__(self, process: subprocess.Popen[str], port: int) -> None:
+    def __init__(self, process: subprocess.Popen[str], port: int, db: Path) -> None:
         self.process = process
         self.port = port
         self.address = f"127.0.0.1:{port}"
+        self.db = db
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[Served]:
+def start_server(db: Path, *options: str) -> Served:
+    """``kingrec serve`` on a free port over the store ``db``, once it takes calls."""
     process = subprocess.Popen(
-        [str(KINGREC), "serve", "--port", "0", "--token", TOKEN, "--grace", "5"],
+        [str(KINGREC), "serve", "--port", "0", "--db", str(db), *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -50,13 +52,19 @@ def served() -> Iterator[Served]:
     assert process.stdout is not None
     line = process.stdout.readline()
     assert "serving on 127.0.0.1:" in line, line + (process.stderr.read() if process.stderr else "")
-    port = int(line.split("127.0.0.1:")[1].split()[0])
+    return Served(process, int(line.split("127.0.0.1:")[1].split()[0]), db)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    db = tmp_path_factory.mktemp("served") / "kingrec.duckdb"
+    served = start_server(db, "--token", TOKEN, "--grace", "5")
     try:
-        yield Served(process, port)
+        yield served
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        if served.process.poll() is None:
+            served.process.kill()
+            served.process.wait()
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -126,6 +134,38 @@ def test_the_commands_publish_watch_and_replay_against_the_server(served: Served
     assert unreachable.returncode == 2 and "cannot reach" in unreachable.stderr
 
 
+def test_the_commands_upload_and_query_against_the_server(served: Served) -> None:
+    server = ["--server", served.address]
+    invalid = str(SAMPLES / "invalid" / "must-follow-suit.krec")
+    refused = _cli("upload", str(CLASSIC), *server)
+    assert refused.returncode == 2 and "UNAUTHENTICATED" in refused.stderr
+    uploaded = _cli("upload", str(CLASSIC), invalid, "--token", TOKEN, *server)
+    assert uploaded.returncode == 1, uploaded.stderr  # an invalid record among them
+    assert "invalid-must-follow-suit: stored invalid (MUST_FOLLOW_SUIT" in uploaded.stdout
+    assert f"{CLASSIC}, frame 1, byte 12: classic-0: stored" in uploaded.stdout
+    assert "3 record(s)" in uploaded.stderr and "2 stored, 1 stored invalid" in uploaded.stderr
+    again = _cli("upload", str(CLASSIC), "--token", TOKEN, "--quiet", *server)
+    assert again.returncode == 0 and "2 duplicate(s)" in again.stderr and not again.stdout
+    sql = "SELECT match_id, valid FROM matches WHERE source <> 'live' ORDER BY match_key"
+    as_csv = _cli("query", sql, "--format", "csv", *server)
+    assert as_csv.returncode == 0, as_csv.stderr
+    assert as_csv.stdout.splitlines() == [
+        "match_id,valid", "classic-0,true", "classic-1,true", "invalid-must-follow-suit,false",
+    ]  # fmt: skip
+    as_json = _cli("query", sql, "--format", "json", "--max-rows", "1", *server)
+    assert as_json.stdout == '{"match_id": "classic-0", "valid": true}\n'
+    assert "cut at 1 row(s)" in as_json.stderr
+    table = _cli(
+        "query", "SELECT count(*) AS uploaded FROM matches WHERE source <> 'live'", *server
+    )
+    assert "uploaded" in table.stdout and "│ 3 " in table.stdout
+    hostile = _cli("query", f"SELECT * FROM read_csv('{CLASSIC}')", *server)
+    assert hostile.returncode == 2 and "PERMISSION_DENIED" in hostile.stderr
+    assert "Traceback" not in hostile.stderr
+    stored = _cli("replay", "classic-1", "--fast", *server)
+    assert stored.returncode == 0 and "Match classic-1" in stored.stdout
+
+
 def test_sigterm_ends_streams_cleanly_stores_live_matches_and_exits(served: Served) -> None:
     """Runs last in this module: it stops the server."""
     outcome: dict[str, object] = {}
@@ -192,6 +232,11 @@ def test_sigterm_ends_streams_cleanly_stores_live_matches_and_exits(served: Serv
         error = outcome[name]
         assert isinstance(error, grpc.RpcError) and _code(error) == grpc.StatusCode.UNAVAILABLE
     assert "replay again from start_deal=" in str(outcome["replay"].details())  # type: ignore[attr-defined]
+    with Store.open(str(served.db), read_only=True) as store:  # the server let go of it
+        rows = store.con.execute(
+            "SELECT CAST(status AS VARCHAR), deals FROM matches WHERE match_id = 'stopping'"
+        ).fetchall()
+    assert rows == [("ABANDONED", 1)]
 
 
 def _first_len() -> int:
@@ -228,3 +273,92 @@ def test_tls_serves_clients_that_trust_the_certificate_only(
             with pytest.raises(grpc.RpcError) as caught:
                 KingrecServiceStub(channel).Validate(request, timeout=5)
             assert _code(caught.value) == grpc.StatusCode.UNAVAILABLE
+
+
+# -- uploads cut off midway ------------------------------------------------------------------
+
+# A client that sends a file's records 40 to a message, slowly, and prints each answer as it
+# comes: the test kills it (or the server) once some are acknowledged.
+SLOW_CLIENT = """
+import sys, time, grpc
+from kingrec.records import open_records
+from kingrec.v1 import service_pb2 as svc
+from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
+
+address, path = sys.argv[1:3]
+with open_records(path) as records:
+    payloads = [p for run in records.raw_frame_runs() for p in run.payloads]
+
+def requests():
+    for i in range(0, len(payloads), 40):
+        yield svc.UploadRequest(records=[svc.Record(krec=p) for p in payloads[i : i + 40]])
+        time.sleep(0.15)
+
+stub = KingrecServiceStub(grpc.insecure_channel(address))
+for answer in stub.Upload(requests()):
+    print(len(answer.verdicts), flush=True)
+"""
+MATCHES = 480  # 12 messages
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("many") / "many.krec"
+    made = _cli("simulate", "--preset", "short", "--matches", str(MATCHES), "-o", str(path))
+    assert made.returncode == 0, made.stderr
+    return path
+
+
+def _acknowledged(client: subprocess.Popen[str], messages: int) -> int:
+    """Read the client's answers until ``messages`` came; the records they acknowledged."""
+    assert client.stdout is not None
+    return sum(int(client.stdout.readline()) for _ in range(messages))
+
+
+def _check_whole(db: Path) -> int:
+    """The store holds whole records only, each once; how many."""
+    with Store.open(str(db), read_only=True) as store:
+        [(matches, distinct, records, torn)] = store.con.execute(
+            "SELECT count(*), count(DISTINCT content_hash), (SELECT count(*) FROM records), "
+            "count(*) FILTER (WHERE deals <> (SELECT count(*) FROM deals d "
+            "WHERE d.match_key = m.match_key)) FROM matches m"
+        ).fetchall()
+    assert matches == distinct == records and torn == 0
+    return int(matches)
+
+
+@pytest.mark.parametrize("killed", ["client", "server"])
+def test_an_upload_killed_midway_then_sent_again_loses_nothing_and_stores_nothing_twice(
+    tmp_path: Path, many: Path, killed: str
+) -> None:
+    db = tmp_path / "cut.duckdb"
+    served = start_server(db)
+    client = subprocess.Popen(
+        [sys.executable, "-c", SLOW_CLIENT, served.address, str(many)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        acknowledged = _acknowledged(client, 3)
+        (client if killed == "client" else served.process).kill()
+        client.communicate(timeout=20)
+    finally:
+        for process in (client, served.process):  # the server too, to read the file
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
+    stored = _check_whole(db)  # what a kill -9 left: whole transactions, every record once
+    assert acknowledged == 120 and acknowledged <= stored < MATCHES
+    served = start_server(db)
+    try:
+        again = _cli("upload", str(many), "--quiet", "--server", served.address)
+        served.process.send_signal(signal.SIGTERM)
+        served.process.communicate(timeout=30)
+    finally:
+        if served.process.poll() is None:
+            served.process.kill()
+            served.process.communicate()
+    assert again.returncode == 0, again.stderr
+    assert f"{MATCHES - stored} stored, 0 stored invalid, {stored} duplicate(s)" in again.stderr
+    assert _check_whole(db) == MATCHES
