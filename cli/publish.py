@@ -19,6 +19,8 @@ from .client import (
     server_options,
     token_metadata,
 )
+from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
+from .helptext import Command, epilog
 
 
 def live_requests(match: pb.Match, pace: svc.Pace, match_id: str) -> Iterator[svc.PublishRequest]:
@@ -57,7 +59,28 @@ def live_requests(match: pb.Match, pace: svc.Pace, match_id: str) -> Iterator[sv
     yield svc.PublishRequest(end=svc.LiveEnd(status=match.status, reason=match.status_reason))
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    epilog=epilog(
+        [
+            (
+                "kingrec publish games.krec --fast --token s3cret",
+                "play the first match live at once",
+            ),
+            (
+                "kingrec publish games.krec --match m7 --as demo --speed 0.1",
+                "10x faster, as 'demo'",
+            ),
+        ],
+        (
+            (EXIT_OK, "published"),
+            (EXIT_UNREADABLE, "FILE unreadable, the server unreachable or refusing, or bad usage"),
+            EXIT_INTERNAL,
+            EXIT_INTERRUPTED,
+            EXIT_CLOSED_PIPE,
+        ),
+    ),
+)
 @click.argument("file", type=click.Path(allow_dash=True, dir_okay=False))
 @click.option("--match", "match_id", metavar="ID", help="Publish the match with this id.")
 @click.option(

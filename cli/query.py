@@ -10,6 +10,8 @@ import pyarrow as pa
 from kingrec.v1 import service_pb2 as svc
 
 from .client import connect, rpc_errors, server_options
+from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
+from .helptext import Command, epilog
 from .rows import FORMATS, print_rows
 from .terminal import Terminal
 
@@ -28,7 +30,25 @@ def _remote(
             cut.append(True)
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    epilog=epilog(
+        [
+            ("kingrec query 'FROM matches LIMIT 5' --server host:50051", "the first five matches"),
+            (
+                "kingrec query 'SELECT preset, count(*) FROM matches GROUP BY 1' --format csv",
+                "as CSV (with $KINGREC_SERVER set)",
+            ),
+        ],
+        (
+            (EXIT_OK, "the rows printed"),
+            (EXIT_UNREADABLE, "the SQL refused or invalid, the server unreachable, or bad usage"),
+            EXIT_INTERNAL,
+            EXIT_INTERRUPTED,
+            EXIT_CLOSED_PIPE,
+        ),
+    ),
+)
 @click.argument("sql")
 @click.option(
     "--format",

@@ -18,9 +18,26 @@ from .client import (
     server_options,
     stdout_console,
 )
+from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
+from .helptext import Command, epilog
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    epilog=epilog(
+        [
+            ("kingrec replay games.krec --fast", "the first match of a file, at once"),
+            ("kingrec replay classic-0 --seat 2 --speed 0.5", "a stored match as seat 2 saw it"),
+        ],
+        (
+            (EXIT_OK, "replayed"),
+            (EXIT_UNREADABLE, "SOURCE unreadable or unknown, the server unreachable, or bad usage"),
+            EXIT_INTERNAL,
+            EXIT_INTERRUPTED,
+            EXIT_CLOSED_PIPE,
+        ),
+    ),
+)
 @click.argument("source")
 @click.option("--match", "match_id", metavar="ID", help="In a FILE: the match with this id.")
 @click.option("--index", type=click.IntRange(min=1), metavar="N", help="In a FILE: the N-th match.")

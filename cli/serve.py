@@ -14,10 +14,28 @@ from kingrec_service import ServiceConfig
 from kingrec_service import serve as run_server
 from kingrec_service.storage import QueryLimits
 
-from .errors import user_errors
+from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_OK, EXIT_UNREADABLE, user_errors
+from .helptext import Command, epilog
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    epilog=epilog(
+        [
+            ("kingrec serve --db games.duckdb", "serve the store games.duckdb on localhost:50051"),
+            (
+                "kingrec serve --host 0.0.0.0 --token s3cret",
+                "every interface; uploads need the token",
+            ),
+        ],
+        (
+            (EXIT_OK, "stopped (SIGTERM or Ctrl-C)"),
+            (EXIT_UNREADABLE, "cannot listen, the store cannot be opened, or bad usage"),
+            EXIT_INTERNAL,
+            EXIT_CLOSED_PIPE,
+        ),
+    ),
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
 @click.option(
     "--port",

@@ -14,7 +14,16 @@ from kingrec.records import Damage, RecordFile, open_records
 from kingrec.v1 import service_pb2 as svc
 
 from .client import connect, rpc_errors, server_options, token_metadata
-from .errors import EXIT_INVALID, EXIT_UNREADABLE, user_errors
+from .errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_INVALID,
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    user_errors,
+)
+from .helptext import Command, epilog
 from .places import damage_sentence, place
 from .terminal import Terminal
 
@@ -81,7 +90,30 @@ def _requests(
                 yield request
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    epilog=epilog(
+        [
+            ("kingrec upload games/*.krec --token s3cret", "store every record of the files"),
+            (
+                "kingrec upload big.jsonl -q --server host:50051",
+                "only the problems and the summary",
+            ),
+        ],
+        (
+            (EXIT_OK, "every record stored (or stored already)"),
+            (EXIT_INVALID, "some record invalid (stored, with its findings)"),
+            (
+                EXIT_UNREADABLE,
+                "some record unreadable or rejected, the server unreachable or "
+                "refusing, or bad usage",
+            ),
+            EXIT_INTERNAL,
+            EXIT_INTERRUPTED,
+            EXIT_CLOSED_PIPE,
+        ),
+    ),
+)
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option(
     "--batch",

@@ -24,6 +24,8 @@ from .client import (
     server_options,
     stdout_console,
 )
+from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
+from .helptext import Command, epilog
 
 RETRIES = 5  # reconnections in a row before giving up
 
@@ -108,7 +110,22 @@ class Board:
         return table
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    epilog=epilog(
+        [
+            ("kingrec watch demo", "follow the live match 'demo'"),
+            ("kingrec watch demo --server host:50051", "on another server"),
+        ],
+        (
+            (EXIT_OK, "the match ended"),
+            (EXIT_UNREADABLE, "no such match, the server unreachable, or bad usage"),
+            EXIT_INTERNAL,
+            EXIT_INTERRUPTED,
+            EXIT_CLOSED_PIPE,
+        ),
+    ),
+)
 @click.argument("match_id")
 @click.option(
     "--delay",

@@ -43,12 +43,15 @@ def node() -> str:
 
 
 @pytest.fixture(scope="module")
-def port() -> Iterator[int]:
-    with running_server(ServiceConfig()) as (_, bound):
+def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    db = tmp_path_factory.mktemp("node") / "node.duckdb"
+    with running_server(ServiceConfig(db=str(db))) as (_, bound):
         yield bound
 
 
-def test_the_node_client_validates_and_replays_like_the_python_one(node: str, port: int) -> None:
+def test_the_node_client_validates_replays_uploads_and_queries_like_the_python_one(
+    node: str, port: int
+) -> None:
     result = subprocess.run(
         [node, "client.mjs", f"127.0.0.1:{port}", str(PROTO_DIR), str(KREC), str(JSONL)],
         cwd=HERE,
@@ -87,3 +90,23 @@ def test_the_node_client_validates_and_replays_like_the_python_one(node: str, po
     assert replay["last_status"] == "MATCH_STATUS_COMPLETE"
     assert replay["totals"] == list(events[-1].match_ended.totals)
     assert replay["broke"] == [e.card_played.broke for e in events if e.card_played.broke]
+
+    first, second = got["upload"]["verdicts"]
+    assert first == [["STATUS_STORED_INVALID", "invalid-must-follow-suit", False]]
+    assert second == [["STATUS_STORED", "classic-json", True]]
+    assert got["upload"]["summary"] == {
+        "records": "2",
+        "stored": "1",
+        "stored_invalid": "1",
+        "duplicates": "0",
+    }  # fmt: skip  (uint64 comes as a string in JavaScript)
+    assert got["upload_again"]["summary"]["duplicates"] == "2"
+    assert got["query"]["columns"] == [
+        ["match_id", "VARCHAR"], ["valid", "BOOLEAN"], ["deals", "USMALLINT"],
+    ]  # fmt: skip
+    assert got["query"]["rows"] == [
+        {"match_id": "invalid-must-follow-suit", "valid": False, "deals": 20},
+        {"match_id": "classic-json", "valid": True, "deals": 20},
+    ]
+    assert got["query"]["truncated"] is False
+    assert got["query_refused"] == {"error": "PERMISSION_DENIED", "kingrec_code": "QUERY_REFUSED"}

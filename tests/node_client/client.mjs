@@ -5,7 +5,8 @@
 //   node client.mjs ADDRESS PROTO_DIR RECORD.krec RECORD.jsonl
 //
 // Prints one JSON object: a Validate of the .krec file, of the JSON line, of garbage bytes,
-// and a Replay stream of the .krec record in seat 0's view.
+// a Replay stream of the .krec record in seat 0's view, an Upload of both records (twice:
+// the second time they are duplicates) and a Query of the store, in JSON and a refused one.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import grpc from "@grpc/grpc-js";
@@ -75,6 +76,44 @@ function replay(record) {
   });
 }
 
+function upload(requests) {
+  return new Promise((resolve) => {
+    const answers = [];
+    const call = client.Upload();
+    call.on("data", (response) => answers.push(response));
+    call.on("error", (error) => resolve({ error: grpc.status[error.code] }));
+    call.on("end", () => {
+      if (!answers.length) return; // after an error
+      const summary = answers[answers.length - 1].summary;
+      resolve({
+        verdicts: answers.slice(0, -1).map((a) =>
+          a.verdicts.map((v) => [v.status, v.match_id, v.report ? v.report.valid : null])),
+        summary: { records: summary.records, stored: summary.stored,
+                   stored_invalid: summary.stored_invalid, duplicates: summary.duplicates },
+      });
+    });
+    for (const request of requests) call.write(request);
+    call.end();
+  });
+}
+
+function query(sql) {
+  return new Promise((resolve) => {
+    const responses = [];
+    const call = client.Query({ sql, format: "FORMAT_JSON" });
+    call.on("data", (response) => responses.push(response));
+    call.on("error", (error) => resolve({
+      error: grpc.status[error.code],
+      kingrec_code: error.metadata.get("kingrec-code")[0] ?? null,
+    }));
+    call.on("end", () => responses.length && resolve({
+      columns: responses[0].columns.map((c) => [c.name, c.type]),
+      rows: responses.flatMap((r) => r.json.split("\n").filter((l) => l).map(JSON.parse)),
+      truncated: responses[responses.length - 1].truncated,
+    }));
+  });
+}
+
 const krec = readFileSync(krecPath);
 const jsonText = readFileSync(jsonlPath, "utf8").split("\n")[0];
 const out = {
@@ -83,5 +122,10 @@ const out = {
   validate_garbage: await validate({ krec: Buffer.from([0xff, 0x00, 0x13, 0x37]) }),
   replay: await replay({ krec }),
 };
+const records = [{ records: [{ krec }], source: "node" }, { records: [{ json: jsonText }], source: "node" }];
+out.upload = await upload(records);
+out.upload_again = await upload(records);
+out.query = await query("SELECT match_id, valid, deals FROM matches ORDER BY match_key");
+out.query_refused = await query("COPY matches TO 'stolen.csv'");
 client.close();
 process.stdout.write(JSON.stringify(out) + "\n");
