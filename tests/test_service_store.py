@@ -4,6 +4,7 @@ over a real DuckDB file (opened afterwards, as anyone would, to check what it ho
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -364,3 +365,41 @@ def test_a_server_without_a_store_refuses_the_store_calls(tmp_path: Path) -> Non
         ):
             status = _status(_error(call))
             assert status[:2] == (grpc.StatusCode.FAILED_PRECONDITION, "NO_STORE")
+
+
+def test_stopping_the_server_answers_what_an_upload_sent_then_ends_it_unavailable(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "stopping.duckdb"
+    matches = [simulate_match(preset("short"), 300 + i) for i in range(20)]
+    answered = threading.Event()
+    outcome: dict[str, object] = {"answers": []}
+
+    def requests() -> Iterator[svc.UploadRequest]:
+        for i in range(0, 20, 10):
+            yield svc.UploadRequest(records=[svc.Record(match=m) for m in matches[i : i + 10]])
+        answered.wait(30)
+        time.sleep(30)  # a client that would go on, later: the server stops first
+
+    def client(port: int) -> None:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            try:
+                for answer in KingrecServiceStub(channel).Upload(requests()):
+                    outcome["answers"].append(answer)  # type: ignore[attr-defined]
+                    if len(outcome["answers"]) == 2:  # type: ignore[arg-type]
+                        answered.set()
+            except grpc.RpcError as exc:
+                outcome["error"] = exc
+
+    with running_server(ServiceConfig(db=str(db), grace=5)) as (_, port):
+        thread = threading.Thread(target=client, args=(port,))
+        thread.start()
+        assert answered.wait(30)
+    thread.join(30)
+    answers = outcome["answers"]
+    assert isinstance(answers, list) and [len(a.verdicts) for a in answers] == [10, 10]
+    error = outcome["error"]
+    assert isinstance(error, grpc.RpcError)
+    assert _status(error)[:2] == (grpc.StatusCode.UNAVAILABLE, "SHUTTING_DOWN")
+    with Store.open(str(db), read_only=True) as store:
+        assert store.count("matches") == 20
