@@ -164,6 +164,12 @@ def test_the_commands_upload_and_query_against_the_server(served: Served) -> Non
     assert "Traceback" not in hostile.stderr
     stored = _cli("replay", "classic-1", "--fast", *server)
     assert stored.returncode == 0 and "Match classic-1" in stored.stdout
+    with grpc.insecure_channel(served.address) as channel:
+        stub = KingrecServiceStub(channel)
+        page = stub.ListMatches(svc.ListMatchesRequest(valid=False))
+        assert [m.match_id for m in page.matches] == ["invalid-must-follow-suit"]
+        got = stub.GetMatch(svc.GetMatchRequest(match_id="classic-1")).match
+        assert got == pick_match(str(CLASSIC), "classic-1", None)
 
 
 def test_sigterm_ends_streams_cleanly_stores_live_matches_and_exits(served: Served) -> None:
