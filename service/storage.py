@@ -88,6 +88,8 @@ class StoreGateway:
         their transaction is committed (``StoreError`` if it could not be)."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[list[RecordVerdict]] = loop.create_future()
+        # A stream that went away no longer awaits its answer: no "never retrieved" noise.
+        done.add_done_callback(_retrieved)
         if not payloads:
             done.set_result([])
         else:
@@ -216,6 +218,11 @@ class _Steps(Generic[T]):
     def close(self) -> None:
         """Close the iterator and its connection once no step runs (does not wait)."""
         self._gateway._readers.submit(self._close)
+
+
+def _retrieved(done: asyncio.Future[list[RecordVerdict]]) -> None:
+    if not done.cancelled():
+        done.exception()
 
 
 def _settle(done: asyncio.Future[list[RecordVerdict]], verdicts: list[RecordVerdict]) -> None:
