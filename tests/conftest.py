@@ -5,8 +5,14 @@ from __future__ import annotations
 from types import ModuleType
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from kingrec import _twins
+
+# Property tests judge what the code does, not how fast a shared CI machine runs it: no
+# per-example deadline (hangs are caught by the time-bounded tests of tests/test_limits.py).
+settings.register_profile("kingrec", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kingrec")
 
 
 def _twin_params() -> list[object]:
