@@ -35,6 +35,7 @@ COMMANDS = {
     "show": "kingrec_cli.show",
     "convert": "kingrec_cli.convert",
     "simulate": "kingrec_cli.simulate",
+    "export": "kingrec_cli.export",
 }
 
 COMPLETION = """Shell completion (bash; zsh_source and fish_source for the others):
