@@ -164,7 +164,8 @@ def main() -> None:
     if args.file is None:
         ensure_file(path, args.matches, args.jobs)
     matches = sum(1 for item in read_frames(path) if isinstance(item, Frame))
-    small_n = max(1, matches // 10)
+    # The smaller run still spans a few batches, so both measure the steady state.
+    small_n = min(matches, max(matches // 10, 3 * (args.batch or 2000)))
     small = OUT / f"{path.stem}-first-{small_n}.krec"
     OUT.mkdir(parents=True, exist_ok=True)
     ensure_prefix(path, small, small_n)

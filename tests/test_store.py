@@ -31,7 +31,7 @@ from kingrec.rules import PRESETS, RevokeRule, preset
 from kingrec.simulate import simulate_match
 from kingrec.store import Store
 from kingrec.store.columns import arrow_tables
-from kingrec.store.schema import SCHEMA_VERSION
+from kingrec.store.schema import SCHEMA_VERSION, VERDICTS
 from kingrec.v1 import record_pb2 as pb
 from kingrec.validation import validate_file
 
@@ -190,6 +190,28 @@ def test_rows_carry_what_the_questions_need(tmp_path: Path) -> None:
         ]
         tricks = _rows(store, "SELECT sum(points) FROM tricks")[0][0]
         assert tricks == sum(match.claimed_totals)
+
+
+def test_the_plays_view_unpacks_took_broke_and_auto_as_the_builder_made_them(
+    tmp_path: Path,
+) -> None:
+    matches = _edge_matches()
+    matches[0].deals[0].auto_plays[:] = [0, 5, 51]
+    raw = _twins.PYTHON.columns.ColumnBuilder(_core_params)
+    for key, match in enumerate(matches, 1):
+        raw.add(match.SerializeToString(deterministic=True), key)
+    plays = raw.take()["plays"]
+    took, broke, auto = (bytes(plays[name]) for name in ("took", "broke", "auto"))
+    expected = [
+        (None if t == 255 else t, VERDICTS[b - 1] if b else None, bool(a))
+        for t, b, a in zip(took, broke, auto, strict=True)
+    ]
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        store.ingest_matches(matches, source="edge")
+        rows = _rows(store, "SELECT took, broke, auto FROM plays ORDER BY match_key, deal, play")
+    assert rows == expected
+    assert {r[1] for r in rows} > {None} and {r[0] for r in rows} == {None, 0, 1, 2, 3}
+    assert sum(r[2] for r in rows) >= 3  # the simulator marks some auto-plays too
 
 
 def test_records_over_a_bound_or_unreadable_are_rejected_and_listed(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from ..errors import StoreError
-from .schema import SCHEMA_VERSION, TABLES
+from .schema import SCHEMA_VERSION, TABLES, view_columns
 from .store import Store
 
 __all__ = ["PARTITIONING", "ExportSummary", "export_parquet"]
@@ -224,7 +224,7 @@ def _move_into_place(tmp: Path, target: Path) -> None:
 def exported_columns(table: str) -> list[str]:
     """The columns of an exported table as a reader with hive partitioning sees them."""
     if table == "plays":
-        names = [n for n, _, _ in TABLES["plays_base"]] + ["trick", "position", "suit", "rank"]
+        names = [n for n, _ in view_columns("plays")]
     else:
         names = [n for n, _, _ in TABLES[table]]
     if table in PER_MATCH:
