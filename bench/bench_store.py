@@ -35,6 +35,7 @@ import duckdb
 
 from kingrec.container import Frame, KrecWriter, read_frames
 from kingrec.simrun import simulate_to_file
+from kingrec.store.store import BATCH_MATCHES
 
 OUT = Path(__file__).resolve().parent / "out"
 SEED = 2026
@@ -164,16 +165,13 @@ def main() -> None:
     if args.file is None:
         ensure_file(path, args.matches, args.jobs)
     matches = sum(1 for item in read_frames(path) if isinstance(item, Frame))
-    # The smaller run still spans a few batches, so both measure the steady state.
-    small_n = min(matches, max(matches // 10, 3 * (args.batch or 2000)))
+    args.batch = args.batch or BATCH_MATCHES
+    # The smaller run still spans two batches, so both measure the steady state.
+    small_n = min(matches, max(matches // 10, 2 * args.batch))
     small = OUT / f"{path.stem}-first-{small_n}.krec"
     OUT.mkdir(parents=True, exist_ok=True)
     ensure_prefix(path, small, small_n)
     print(f"file: {path} ({matches} matches, {path.stat().st_size / 1e6:.0f} MB)", flush=True)
-    if args.batch == 0:
-        from kingrec.store.store import BATCH_MATCHES
-
-        args.batch = BATCH_MATCHES
 
     db = OUT / f"{path.stem}.duckdb"
     print(f"ingesting into {db} (batches of {args.batch})…", flush=True)

@@ -121,12 +121,13 @@ def _convert(array: pa.Array, how: tuple[Any, ...]) -> pa.Array:
 
 
 def _pack_plays(arrays: dict[str, pa.Array]) -> dict[str, pa.Array]:
-    """took, broke and auto in one ``flags`` column (schema: plays_base.flags): the view
-    unpacks them; each stored column costs the ingest about as much as any other."""
+    """took, auto and broke in one ``flags`` column (schema: plays_base.flags), which the
+    view unpacks: each stored column costs the ingest about as much as any other. The rare
+    values sit in the high bits, so DuckDB's bit-packing keeps most of it at 2-4 bits."""
     took = pc.min_element_wise(arrays.pop("took"), pa.scalar(7, U8))  # 255 (none) -> 7
-    broke = pc.shift_left(arrays.pop("broke"), pa.scalar(3, U8))  # 0 legal, else code + 1
-    auto = pc.shift_left(pc.min_element_wise(arrays.pop("auto"), pa.scalar(1, U8)), 7)
-    flags = pc.bit_wise_or(pc.bit_wise_or(took, broke), auto)
+    auto = pc.shift_left(pc.min_element_wise(arrays.pop("auto"), pa.scalar(1, U8)), 3)
+    broke = pc.shift_left(arrays.pop("broke"), pa.scalar(4, U8))  # 0 legal, else code + 1
+    flags = pc.bit_wise_or(pc.bit_wise_or(took, auto), broke)
     think = arrays.pop("think_ms")
     return {**arrays, "flags": flags, "think_ms": think}
 

@@ -210,8 +210,8 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         (
             "flags",
             "UTINYINT",
-            "took (bits 0-2, 7: none), broke (bits 3-6, its code + 1; 0: legal) and auto "
-            "(bit 7), packed: one stored column instead of three (the view unpacks them)",
+            "took (bits 0-2, 7: none), auto (bit 3) and broke (bits 4-7: its code + 1, 0: "
+            "legal), packed: one stored column instead of three (the view unpacks them)",
         ),
         ("think_ms", "UINTEGER", "how long the player thought, when recorded"),
     ],
@@ -302,11 +302,11 @@ VIEWS: dict[str, tuple[str, str, list[tuple[str, str | None, str]]]] = {
             ),
             (
                 "broke",
-                "CAST(enum_range(NULL::broken_rule)[nullif((flags >> 3) & 15, 0)] AS broken_rule)",
+                "CAST(enum_range(NULL::broken_rule)[nullif(flags >> 4, 0)] AS broken_rule)",
                 "the rule the card broke (NULL: a legal play)",
             ),
             ("think_ms", None, ""),
-            ("auto", "flags >= 128", "played by the server for a player out of time"),
+            ("auto", "(flags & 8) <> 0", "played by the server for a player out of time"),
             ("trick", "CAST(play // 4 + 1 AS UTINYINT)", "1-based trick number"),
             ("position", "CAST(play % 4 AS UTINYINT)", "0 = led .. 3 = last to the trick"),
             (
