@@ -214,6 +214,20 @@ def test_the_plays_view_unpacks_took_broke_and_auto_as_the_builder_made_them(
     assert sum(r[2] for r in rows) >= 3  # the simulator marks some auto-plays too
 
 
+def test_the_tricks_view_unpacks_the_four_cards_and_the_led_suit(tmp_path: Path) -> None:
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        store.ingest_matches(_edge_matches()[:3], source="edge")
+        tricks = store.count("tricks")
+        matched = _rows(
+            store,
+            "SELECT count(*) FROM tricks t JOIN plays p ON p.match_key = t.match_key "
+            "AND p.deal = t.deal AND p.trick = t.trick AND p.card = "
+            "[t.card_0, t.card_1, t.card_2, t.card_3][p.position + 1] "
+            "AND (p.position > 0 OR p.suit = t.led_suit)",
+        )
+        assert tricks > 300 and matched == [(4 * tricks,)]
+
+
 def test_records_over_a_bound_or_unreadable_are_rejected_and_listed(tmp_path: Path) -> None:
     over = simulate_match(preset("short"), 2)
     for _ in range(300):

@@ -78,7 +78,7 @@ _CONVERT: dict[str, dict[str, tuple[Any, ...]]] = {
         "revoker": ("null", 255),
         "trump_length": ("null", 255),
     },
-    "tricks": {"contract": ("enum", CONTRACTS, 1, 0), "led_suit": ("enum", SUITS, 0, 255)},
+    "tricks": {"contract": ("enum", CONTRACTS, 1, 0)},
     "plays": {
         "contract": ("enum", CONTRACTS, 1, 0),
         "trump": ("enum", SUITS, 0, 255),
@@ -132,6 +132,17 @@ def _pack_plays(arrays: dict[str, pa.Array]) -> dict[str, pa.Array]:
     return {**arrays, "flags": flags, "think_ms": think}
 
 
+def _pack_tricks(arrays: dict[str, pa.Array]) -> dict[str, pa.Array]:
+    """The four cards in one ``cards`` column (schema: tricks_base.cards), 6 bits each; the
+    led suit follows from the first (the view derives both)."""
+    del arrays["led_suit"]
+    cards = pc.cast(arrays.pop("card_0"), U32)
+    for i in (1, 2, 3):
+        card = pc.shift_left(pc.cast(arrays.pop(f"card_{i}"), U32), pa.scalar(6 * i, U32))
+        cards = pc.bit_wise_or(cards, card)
+    return {**arrays, "cards": cards}
+
+
 def arrow_tables(taken: dict[str, dict[str, Any]]) -> dict[str, pa.Table]:
     """The tables of one ``take()``, with the store's types (no copy of the column bytes)."""
     out = {}
@@ -147,6 +158,8 @@ def arrow_tables(taken: dict[str, dict[str, Any]]) -> dict[str, pa.Table]:
             arrays[name] = _convert(arrays[name], how)
         if table == "plays":
             arrays = _pack_plays(arrays)
+        if table == "tricks":
+            arrays = _pack_tricks(arrays)
         if table == "deals":
             dealt = pc.not_equal(arrays.pop("hands_ok"), 0)
             for s in range(4):
@@ -171,9 +184,9 @@ INSERTS = {
         "suits_0 suits_1 suits_2 suits_3 trump_length",
     ),
     "tricks": _insert(
+        "tricks_base",
+        "match_key deal trick contract leader winner units points cards",
         "tricks",
-        "match_key deal trick contract leader winner units points led_suit card_0 card_1 "
-        "card_2 card_3",
     ),
     "plays": _insert(
         "plays_base",

@@ -13,9 +13,9 @@
 The partition keys are the match's ``preset`` (its ruleset's preset name) and ``month``, the
 ``YYYY-MM`` of the match's start time (of its ingest time when the record names no start).
 A reader that knows hive partitioning (Spark, pyarrow, DuckDB, Polars) gives them back as
-columns and skips whole directories on ``WHERE preset = 'classic'``. ``plays`` is exported
-as the view analysts query (``trick``, ``position``, ``suit``, ``rank`` included), enums as
-strings, and the 64-bit unsigned keys as signed ones, which every engine joins natively.
+columns and skips whole directories on ``WHERE preset = 'classic'``. ``plays`` and
+``tricks`` are exported as the views analysts query (their packed columns unpacked), enums
+as strings, and the 64-bit unsigned keys as signed ones, which every engine joins natively.
 
 The export is atomic: it is written to a hidden directory beside ``out_dir`` and renamed into
 place when complete, so an interrupted export leaves no half directory. It reads the store
@@ -40,7 +40,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from ..errors import StoreError
-from .schema import SCHEMA_VERSION, TABLES, view_columns
+from .schema import SCHEMA_VERSION, TABLES, VIEWS, view_columns
 from .store import Store
 
 __all__ = ["PARTITIONING", "ExportSummary", "export_parquet"]
@@ -223,8 +223,8 @@ def _move_into_place(tmp: Path, target: Path) -> None:
 # Columns each exported table has (for the docs and tests): the store's, partition keys added.
 def exported_columns(table: str) -> list[str]:
     """The columns of an exported table as a reader with hive partitioning sees them."""
-    if table == "plays":
-        names = [n for n, _ in view_columns("plays")]
+    if table in VIEWS:
+        names = [n for n, _ in view_columns(table)]
     else:
         names = [n for n, _, _ in TABLES[table]]
     if table in PER_MATCH:

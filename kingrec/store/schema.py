@@ -183,7 +183,7 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("suits_3", "UTINYINT[4]", "seat 3's suit lengths"),
         ("trump_length", "UTINYINT", "koz: how many trumps the declarer held"),
     ],
-    "tricks": [
+    "tricks_base": [
         ("match_key", "UBIGINT", "the match"),
         ("deal", "USMALLINT", "the deal"),
         ("trick", "UTINYINT", "1-based"),
@@ -192,11 +192,12 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("winner", "UTINYINT", "the seat that took the trick"),
         ("units", "UTINYINT", "scoring units taken (a trick, penalty cards, a last trick)"),
         ("points", "INTEGER", "units times the contract's unit score"),
-        ("led_suit", "suit", "the suit led"),
-        ("card_0", "UTINYINT", "the card led (a card code)"),
-        ("card_1", "UTINYINT", "the second card"),
-        ("card_2", "UTINYINT", "the third card"),
-        ("card_3", "UTINYINT", "the fourth card"),
+        (
+            "cards",
+            "UINTEGER",
+            "the four cards in the order played, 6 bits each from the lowest (the view "
+            "unpacks them)",
+        ),
     ],
     "plays_base": [
         ("match_key", "UBIGINT", "the match"),
@@ -268,7 +269,7 @@ TABLE_COMMENTS = {
     "matches": "One row per stored record: ids, validity, metadata, every ruleset option, totals.",
     "players": "The players of each match, one row per seat.",
     "deals": "One row per deal: contract, declarer, trumps, how it ended, scores, hands.",
-    "tricks": "One row per complete trick: leader, winner, points, the four cards.",
+    "tricks_base": "The stored columns of tricks (query the view tricks).",
     "plays_base": "The stored columns of plays (query the view plays).",
     "findings": "What kingrec validate reports about each stored record.",
     "records": "Each stored record's own bytes, so nothing of it is lost.",
@@ -283,6 +284,29 @@ TABLE_COMMENTS = {
 # biggest table, stores rarely asked facts packed. view -> (comment, base table, columns as
 # (name, SQL, comment); SQL None: the base table's column of that name, with its comment).
 VIEWS: dict[str, tuple[str, str, list[tuple[str, str | None, str]]]] = {
+    "tricks": (
+        "One row per complete trick: leader, winner, points, the four cards.",
+        "tricks_base",
+        [
+            ("match_key", None, ""),
+            ("deal", None, ""),
+            ("trick", None, ""),
+            ("contract", None, ""),
+            ("leader", None, ""),
+            ("winner", None, ""),
+            ("units", None, ""),
+            ("points", None, ""),
+            (
+                "led_suit",
+                "CAST(enum_range(NULL::suit)[(cards & 63) // 13 + 1] AS suit)",
+                "the suit led",
+            ),
+            ("card_0", "CAST(cards & 63 AS UTINYINT)", "the card led (a card code)"),
+            ("card_1", "CAST((cards >> 6) & 63 AS UTINYINT)", "the second card"),
+            ("card_2", "CAST((cards >> 12) & 63 AS UTINYINT)", "the third card"),
+            ("card_3", "CAST((cards >> 18) & 63 AS UTINYINT)", "the fourth card"),
+        ],
+    ),
     "plays": (
         "One row per card played, with the deal's contract and trumps on the row.",
         "plays_base",
