@@ -300,6 +300,46 @@ def test_a_store_from_a_newer_kingrec_is_refused(tmp_path: Path) -> None:
         Store.open(str(tmp_path / "missing.duckdb"), read_only=True)
 
 
+def test_a_store_of_schema_1_is_upgraded_keeping_every_play_and_trick(tmp_path: Path) -> None:
+    db = str(tmp_path / "k.duckdb")
+    order = {"plays": "match_key, deal, play", "tricks": "match_key, deal, trick"}
+    with Store.open(db) as store:
+        store.ingest_matches(_edge_matches(), source="edge")
+        before = {v: _rows(store, f"SELECT * FROM {v} ORDER BY {o}") for v, o in order.items()}
+    # Schema 1, as the first stores were written: plays and tricks stored column by column.
+    con = duckdb.connect(db)
+    for view, base in (("plays", "plays_base"), ("tricks", "tricks_base")):
+        columns = ", ".join(
+            n for n in _view_names(con, view) if n not in ("trick", "position", "suit", "rank")
+        ) if view == "plays" else "*"  # fmt: skip
+        con.execute(f"CREATE TABLE old AS SELECT {columns} FROM {view}")
+        con.execute(f"DROP VIEW {view}")
+        con.execute(f"DROP TABLE {base}")
+        con.execute(f"ALTER TABLE old RENAME TO {'plays_base' if view == 'plays' else 'tricks'}")
+    con.execute(
+        "CREATE VIEW plays AS SELECT *, CAST(play // 4 + 1 AS UTINYINT) AS trick, "
+        "CAST(play % 4 AS UTINYINT) AS position, "
+        "CAST(enum_range(NULL::suit)[card // 13 + 1] AS suit) AS suit, "
+        "CAST(card % 13 + 2 AS UTINYINT) AS rank FROM plays_base"
+    )
+    con.execute("UPDATE kingrec_meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(StoreVersionError, match="upgrade it to version 2"):
+        Store.open(db, read_only=True)
+    with Store.open(db) as store:
+        after = {v: _rows(store, f"SELECT * FROM {v} ORDER BY {o}") for v, o in order.items()}
+        assert after == before
+        assert any(row[9] is not None for row in after["plays"])  # broke survived
+        version = _rows(store, "SELECT value FROM kingrec_meta WHERE key = 'schema_version'")
+        assert version == [(str(SCHEMA_VERSION),)]
+        summary = store.ingest_matches([simulate_match(preset("short"), 99)], source="new")
+        assert [v.status for v in summary] == ["stored"]
+
+
+def _view_names(con: duckdb.DuckDBPyConnection, view: str) -> list[str]:
+    return [str(row[0]) for row in con.execute(f"DESCRIBE {view}").fetchall()]
+
+
 @pytest.mark.skipif(DUCKDB_CLI is None, reason="the duckdb CLI (duckdb-cli) is not installed")
 def test_the_stock_duckdb_cli_opens_the_store(tmp_path: Path) -> None:
     db = str(tmp_path / "k.duckdb")

@@ -24,10 +24,13 @@ __all__ = [
     "VIEWS",
     "comments",
     "create_statements",
+    "upgrade_statements",
     "view_columns",
 ]
 
-SCHEMA_VERSION = 1
+# 2: plays_base packs took, auto and broke into flags; tricks_base packs the four cards (the
+# views plays and tricks show the same columns as before); records stored uncompressed.
+SCHEMA_VERSION = 2
 STORAGE_VERSION = "v1.5.0"
 
 CONTRACTS = tuple(c.name for c in Contract)
@@ -384,6 +387,29 @@ def comments() -> list[str]:
         for name, about in view_columns(view):
             out.append(f"COMMENT ON COLUMN {view}.{name} IS {_sql(about)}")
     return out
+
+
+def upgrade_statements(version: int) -> list[str]:
+    """What brings a store of schema ``version`` to the next version (db.MIGRATIONS)."""
+    if version != 1:
+        raise KeyError(version)
+    packed = {"plays_base", "tricks_base", "plays", "tricks"}
+    return [
+        "DROP VIEW plays",
+        "CREATE TABLE plays_v2 AS SELECT match_key, deal, play, seat, card, contract, trump, "
+        "legal, CAST(coalesce(CAST(took AS INTEGER), 7) | CASE WHEN auto THEN 8 ELSE 0 END "
+        "| (coalesce(enum_code(broke) + 1, 0) << 4) AS UTINYINT) AS flags, think_ms "
+        "FROM plays_base",
+        "DROP TABLE plays_base",
+        "ALTER TABLE plays_v2 RENAME TO plays_base",
+        "CREATE TABLE tricks_base AS SELECT match_key, deal, trick, contract, leader, winner, "
+        "units, points, CAST(CAST(card_0 AS UINTEGER) | (CAST(card_1 AS UINTEGER) << 6) "
+        "| (CAST(card_2 AS UINTEGER) << 12) | (CAST(card_3 AS UINTEGER) << 18) AS UINTEGER) "
+        "AS cards FROM tricks",
+        "DROP TABLE tricks",
+        *(f"CREATE VIEW {name} AS {_view_sql(name)}" for name in VIEWS),
+        *(c for c in comments() if c.split()[3].split(".")[0] in packed),
+    ]
 
 
 def _sql(text: str) -> str:
