@@ -9,7 +9,14 @@ import click
 from kingrec.store.db import default_path
 from kingrec.store.export import export_parquet
 
-from .errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE, user_errors
+from .errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    user_errors,
+)
 from .helptext import Command, epilog
 from .terminal import Terminal
 
@@ -37,6 +44,7 @@ Spark: spark.read.parquet("DIR/plays").createOrReplaceTempView("plays")"""
             (EXIT_UNREADABLE, "the store unreadable, DIR not written, or bad usage"),
             EXIT_INTERNAL,
             EXIT_INTERRUPTED,
+            EXIT_CLOSED_PIPE,
         ),
         LAYOUT,
     ),
