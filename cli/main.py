@@ -41,6 +41,7 @@ COMMANDS = {
     "publish": "kingrec_cli.publish",
     "upload": "kingrec_cli.upload",
     "query": "kingrec_cli.query",
+    "export": "kingrec_cli.export",
 }
 
 COMPLETION = """Shell completion (bash; zsh_source and fish_source for the others):

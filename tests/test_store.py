@@ -31,7 +31,7 @@ from kingrec.rules import PRESETS, RevokeRule, preset
 from kingrec.simulate import simulate_match
 from kingrec.store import Store
 from kingrec.store.columns import arrow_tables
-from kingrec.store.schema import SCHEMA_VERSION
+from kingrec.store.schema import SCHEMA_VERSION, VERDICTS
 from kingrec.v1 import record_pb2 as pb
 from kingrec.validation import validate_file
 
@@ -192,6 +192,42 @@ def test_rows_carry_what_the_questions_need(tmp_path: Path) -> None:
         assert tricks == sum(match.claimed_totals)
 
 
+def test_the_plays_view_unpacks_took_broke_and_auto_as_the_builder_made_them(
+    tmp_path: Path,
+) -> None:
+    matches = _edge_matches()
+    matches[0].deals[0].auto_plays[:] = [0, 5, 51]
+    raw = _twins.PYTHON.columns.ColumnBuilder(_core_params)
+    for key, match in enumerate(matches, 1):
+        raw.add(match.SerializeToString(deterministic=True), key)
+    plays = raw.take()["plays"]
+    took, broke, auto = (bytes(plays[name]) for name in ("took", "broke", "auto"))
+    expected = [
+        (None if t == 255 else t, VERDICTS[b - 1] if b else None, bool(a))
+        for t, b, a in zip(took, broke, auto, strict=True)
+    ]
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        store.ingest_matches(matches, source="edge")
+        rows = _rows(store, "SELECT took, broke, auto FROM plays ORDER BY match_key, deal, play")
+    assert rows == expected
+    assert {r[1] for r in rows} > {None} and {r[0] for r in rows} == {None, 0, 1, 2, 3}
+    assert sum(r[2] for r in rows) >= 3  # the simulator marks some auto-plays too
+
+
+def test_the_tricks_view_unpacks_the_four_cards_and_the_led_suit(tmp_path: Path) -> None:
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        store.ingest_matches(_edge_matches()[:3], source="edge")
+        tricks = store.count("tricks")
+        matched = _rows(
+            store,
+            "SELECT count(*) FROM tricks t JOIN plays p ON p.match_key = t.match_key "
+            "AND p.deal = t.deal AND p.trick = t.trick AND p.card = "
+            "[t.card_0, t.card_1, t.card_2, t.card_3][p.position + 1] "
+            "AND (p.position > 0 OR p.suit = t.led_suit)",
+        )
+        assert tricks > 300 and matched == [(4 * tricks,)]
+
+
 def test_records_over_a_bound_or_unreadable_are_rejected_and_listed(tmp_path: Path) -> None:
     over = simulate_match(preset("short"), 2)
     for _ in range(300):
@@ -262,6 +298,46 @@ def test_a_store_from_a_newer_kingrec_is_refused(tmp_path: Path) -> None:
         Store.open(other)
     with pytest.raises(StoreError, match="no store there"):
         Store.open(str(tmp_path / "missing.duckdb"), read_only=True)
+
+
+def test_a_store_of_schema_1_is_upgraded_keeping_every_play_and_trick(tmp_path: Path) -> None:
+    db = str(tmp_path / "k.duckdb")
+    order = {"plays": "match_key, deal, play", "tricks": "match_key, deal, trick"}
+    with Store.open(db) as store:
+        store.ingest_matches(_edge_matches(), source="edge")
+        before = {v: _rows(store, f"SELECT * FROM {v} ORDER BY {o}") for v, o in order.items()}
+    # Schema 1, as the first stores were written: plays and tricks stored column by column.
+    con = duckdb.connect(db)
+    for view, base in (("plays", "plays_base"), ("tricks", "tricks_base")):
+        columns = ", ".join(
+            n for n in _view_names(con, view) if n not in ("trick", "position", "suit", "rank")
+        ) if view == "plays" else "*"  # fmt: skip
+        con.execute(f"CREATE TABLE old AS SELECT {columns} FROM {view}")
+        con.execute(f"DROP VIEW {view}")
+        con.execute(f"DROP TABLE {base}")
+        con.execute(f"ALTER TABLE old RENAME TO {'plays_base' if view == 'plays' else 'tricks'}")
+    con.execute(
+        "CREATE VIEW plays AS SELECT *, CAST(play // 4 + 1 AS UTINYINT) AS trick, "
+        "CAST(play % 4 AS UTINYINT) AS position, "
+        "CAST(enum_range(NULL::suit)[card // 13 + 1] AS suit) AS suit, "
+        "CAST(card % 13 + 2 AS UTINYINT) AS rank FROM plays_base"
+    )
+    con.execute("UPDATE kingrec_meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(StoreVersionError, match="upgrade it to version 2"):
+        Store.open(db, read_only=True)
+    with Store.open(db) as store:
+        after = {v: _rows(store, f"SELECT * FROM {v} ORDER BY {o}") for v, o in order.items()}
+        assert after == before
+        assert any(row[9] is not None for row in after["plays"])  # broke survived
+        version = _rows(store, "SELECT value FROM kingrec_meta WHERE key = 'schema_version'")
+        assert version == [(str(SCHEMA_VERSION),)]
+        summary = store.ingest_matches([simulate_match(preset("short"), 99)], source="new")
+        assert [v.status for v in summary] == ["stored"]
+
+
+def _view_names(con: duckdb.DuckDBPyConnection, view: str) -> list[str]:
+    return [str(row[0]) for row in con.execute(f"DESCRIBE {view}").fetchall()]
 
 
 @pytest.mark.skipif(DUCKDB_CLI is None, reason="the duckdb CLI (duckdb-cli) is not installed")

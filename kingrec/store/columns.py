@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .schema import CONTRACTS, DEAL_ENDS, STATUSES, SUITS, VERDICTS
+from .schema import CONTRACTS, DEAL_ENDS, STATUSES, SUITS
 
 __all__ = ["INSERTS", "arrow_tables"]
 
@@ -78,14 +78,11 @@ _CONVERT: dict[str, dict[str, tuple[Any, ...]]] = {
         "revoker": ("null", 255),
         "trump_length": ("null", 255),
     },
-    "tricks": {"contract": ("enum", CONTRACTS, 1, 0), "led_suit": ("enum", SUITS, 0, 255)},
+    "tricks": {"contract": ("enum", CONTRACTS, 1, 0)},
     "plays": {
         "contract": ("enum", CONTRACTS, 1, 0),
         "trump": ("enum", SUITS, 0, 255),
-        "took": ("null", 255),
-        "broke": ("enum", VERDICTS, 1, 0),
         "think_ms": ("null", 0xFFFFFFFF),
-        "auto": ("bool",),
     },
 }
 
@@ -115,13 +112,35 @@ def _convert(array: pa.Array, how: tuple[Any, ...]) -> pa.Array:
         return pc.if_else(pc.equal(array, ""), None, array)
     if how[0] == "null":
         return _valid_where(array, pc.not_equal(array, how[1]))
-    _, names, first, null = how
-    indices = pc.subtract(array.cast(pa.int16()), first)
-    ok = pc.and_(pc.greater_equal(indices, 0), pc.less(indices, len(names)))
-    if null is not None:
-        ok = pc.and_(ok, pc.not_equal(array, null))
-    indices = pc.if_else(ok, indices, None).cast(pa.int8())
-    return pa.DictionaryArray.from_arrays(indices, pa.array(names))
+    _, names, first, _ = how
+    # Every byte value indexes the dictionary: names at their codes, NULL elsewhere (the
+    # null code and anything out of range), so the codes are the indices, uncopied.
+    entries = [None] * 256
+    entries[first : first + len(names)] = names
+    return pa.DictionaryArray.from_arrays(array, pa.array(entries, pa.string()))
+
+
+def _pack_plays(arrays: dict[str, pa.Array]) -> dict[str, pa.Array]:
+    """took, auto and broke in one ``flags`` column (schema: plays_base.flags), which the
+    view unpacks: each stored column costs the ingest about as much as any other. The rare
+    values sit in the high bits, so DuckDB's bit-packing keeps most of it at 2-4 bits."""
+    took = pc.min_element_wise(arrays.pop("took"), pa.scalar(7, U8))  # 255 (none) -> 7
+    auto = pc.shift_left(pc.min_element_wise(arrays.pop("auto"), pa.scalar(1, U8)), 3)
+    broke = pc.shift_left(arrays.pop("broke"), pa.scalar(4, U8))  # 0 legal, else code + 1
+    flags = pc.bit_wise_or(pc.bit_wise_or(took, auto), broke)
+    think = arrays.pop("think_ms")
+    return {**arrays, "flags": flags, "think_ms": think}
+
+
+def _pack_tricks(arrays: dict[str, pa.Array]) -> dict[str, pa.Array]:
+    """The four cards in one ``cards`` column (schema: tricks_base.cards), 6 bits each; the
+    led suit follows from the first (the view derives both)."""
+    del arrays["led_suit"]
+    cards = pc.cast(arrays.pop("card_0"), U32)
+    for i in (1, 2, 3):
+        card = pc.shift_left(pc.cast(arrays.pop(f"card_{i}"), U32), pa.scalar(6 * i, U32))
+        cards = pc.bit_wise_or(cards, card)
+    return {**arrays, "cards": cards}
 
 
 def arrow_tables(taken: dict[str, dict[str, Any]]) -> dict[str, pa.Table]:
@@ -137,6 +156,10 @@ def arrow_tables(taken: dict[str, dict[str, Any]]) -> dict[str, pa.Table]:
             arrays[name] = pa.Array.from_buffers(pa.string(), rows, buffers)
         for name, how in _CONVERT.get(table, {}).items():
             arrays[name] = _convert(arrays[name], how)
+        if table == "plays":
+            arrays = _pack_plays(arrays)
+        if table == "tricks":
+            arrays = _pack_tricks(arrays)
         if table == "deals":
             dealt = pc.not_equal(arrays.pop("hands_ok"), 0)
             for s in range(4):
@@ -161,13 +184,13 @@ INSERTS = {
         "suits_0 suits_1 suits_2 suits_3 trump_length",
     ),
     "tricks": _insert(
+        "tricks_base",
+        "match_key deal trick contract leader winner units points cards",
         "tricks",
-        "match_key deal trick contract leader winner units points led_suit card_0 card_1 "
-        "card_2 card_3",
     ),
     "plays": _insert(
         "plays_base",
-        "match_key deal play seat card contract trump legal took broke think_ms auto",
+        "match_key deal play seat card contract trump legal flags think_ms",
         "plays",
     ),
 }

@@ -16,14 +16,21 @@ import duckdb
 
 from ..cards import card_name, card_symbol
 from ..errors import StoreError, StoreVersionError
-from .schema import SCHEMA_VERSION, STORAGE_VERSION, SUITS, comments, create_statements
+from .schema import (
+    SCHEMA_VERSION,
+    STORAGE_VERSION,
+    SUITS,
+    comments,
+    create_statements,
+    upgrade_statements,
+)
 
 __all__ = ["DEFAULT_DB", "MIGRATIONS", "connect", "default_path"]
 
 DEFAULT_DB = "kingrec.duckdb"
 
 # schema version -> the statements that bring a store of that version to the next one.
-MIGRATIONS: dict[int, list[str]] = {}
+MIGRATIONS: dict[int, list[str]] = {1: upgrade_statements(1)}
 
 
 def default_path() -> str:

