@@ -96,6 +96,77 @@ def _played() -> pb.Match:
     return simulate_match(preset("short"), 11)
 
 
+def _with(edit: str) -> bytes:
+    m = _played()
+    deal = m.deals[2]
+    if edit == "card-52":
+        deal.plays = deal.plays[:5] + b"\x34" + deal.plays[6:]
+    elif edit == "card-255-in-hands":
+        deal.hands = b"\xff" + deal.hands[1:]
+    elif edit == "hands-51":
+        deal.hands = deal.hands[:51]
+    elif edit == "hands-53":
+        deal.hands = deal.hands + b"\x00"
+    elif edit == "hands-104":
+        deal.hands = deal.hands * 2
+    elif edit == "million-plays":
+        deal.plays = b"\x00" * 10**6
+    elif edit == "million-bad-plays":
+        deal.plays = b"\xff" * 10**6
+    elif edit == "contract-99":
+        deal.contract = 99  # type: ignore[assignment]
+    elif edit == "contract-negative":
+        deal.contract = -5  # type: ignore[assignment]
+    elif edit == "trump-7":
+        deal.trump = 7  # type: ignore[assignment]
+    elif edit == "end-1000":
+        deal.end = 1000  # type: ignore[assignment]
+    elif edit == "status-max":
+        m.status = 2**31 - 1  # type: ignore[assignment]
+    elif edit == "declarer-max":
+        deal.declarer = 2**32 - 1
+    elif edit == "seat-max":
+        m.players[2].seat = 2**32 - 1
+    elif edit == "deal-count-max":
+        m.ruleset.deal_count = 2**32 - 1
+    elif edit == "revoke-play-max":
+        deal.revoke_play = 2**32 - 1
+    elif edit == "scoring-extremes":
+        m.ruleset.scoring.koz_trick = 2**31 - 1
+        m.ruleset.scoring.rifki_king = -(2**31)
+    elif edit == "timestamp-extremes":
+        m.metadata.start_time.seconds = 2**63 - 1
+        m.metadata.start_time.nanos = -1
+    elif edit == "200000-empty-deals":
+        del m.deals[:]
+        for _ in range(200_000):
+            m.deals.add()
+    return m.SerializeToString()
+
+
+_EDITS = [
+    "card-52",
+    "card-255-in-hands",
+    "hands-51",
+    "hands-53",
+    "hands-104",
+    "million-plays",
+    "million-bad-plays",
+    "contract-99",
+    "contract-negative",
+    "trump-7",
+    "end-1000",
+    "status-max",
+    "declarer-max",
+    "seat-max",
+    "deal-count-max",
+    "revoke-play-max",
+    "scoring-extremes",
+    "timestamp-extremes",
+    "200000-empty-deals",
+]
+
+
 def _wire_cases() -> dict[str, bytes]:
     real = _played().SerializeToString()
     deep = {
@@ -132,6 +203,13 @@ def _wire_cases() -> dict[str, bytes]:
 
 
 _WIRE = _wire_cases()
+
+
+@pytest.mark.parametrize("edit", _EDITS)
+def test_a_sound_frame_around_a_hostile_record(edit: str, folder: Path) -> None:
+    data = krec_file([_played().SerializeToString(), _with(edit)])
+    thorough = edit != "200000-empty-deals"  # reading it four times over takes seconds
+    assert not judged(data, ".krec", folder, thorough=thorough)
 
 
 @pytest.mark.parametrize("name", sorted(_WIRE))
