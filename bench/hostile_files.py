@@ -16,6 +16,7 @@ The files:
 * ``resync-bomb-1MiB``, ``resync-bomb-2MiB``: a sound frame header every 16 bytes, each
   claiming the rest of the file; ``resync-bomb-capped-2MiB``: each claiming the rest of the
   file but at most the largest legal frame (a claim the reader cannot refuse on its face);
+* ``empty-frames-1MiB``: 65,535 empty frames, each a record to report;
 * ``json-line-100MiB``: one JSON line of 100 MiB, then a small record.
 """
 
@@ -35,7 +36,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from corpus.hostile import empty_deals, resync_bomb, write_long_json_line  # noqa: E402
+from corpus.hostile import (  # noqa: E402
+    empty_deals,
+    krec_file,
+    resync_bomb,
+    write_long_json_line,
+)
 
 MiB = 1 << 20
 
@@ -50,6 +56,7 @@ FILES: dict[str, tuple[str, Callable[[Path], object]]] = {
     "resync-bomb-1MiB": (".krec", _bytes(lambda: resync_bomb(MiB, cap=None))),
     "resync-bomb-2MiB": (".krec", _bytes(lambda: resync_bomb(2 * MiB, cap=None))),
     "resync-bomb-capped-2MiB": (".krec", _bytes(lambda: resync_bomb(2 * MiB))),
+    "empty-frames-1MiB": (".krec", _bytes(lambda: krec_file([b""] * ((MiB - 12) // 16)))),
     "json-line-100MiB": (".jsonl", lambda path: write_long_json_line(str(path), 100 * MiB)),
 }
 
@@ -65,11 +72,11 @@ def make_files(folder: Path, names: list[str]) -> dict[str, Path]:
     return paths
 
 
-def measure(kingrec: str, path: Path, timeout: float) -> dict[str, object]:
+def measure(kingrec: str, path: Path, timeout: float, *options: str) -> dict[str, object]:
     """Exit status, wall and CPU seconds and peak RSS (MiB) of ``kingrec validate path``."""
     gnu_time = shutil.which("time", path="/usr/bin:/bin")
     report = path.parent / "time.out"
-    command = [kingrec, "validate", str(path)]
+    command = [kingrec, "validate", *options, str(path)]
     if gnu_time:
         command = [gnu_time, "-o", str(report), "-f", "%M %U %S", *command]
     start = time.perf_counter()
@@ -147,13 +154,15 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per run")
     parser.add_argument("--only", nargs="*", choices=sorted(FILES), default=list(FILES))
     parser.add_argument("--out", type=Path, default=HERE / "out" / "hostile")
+    parser.add_argument("--json", action="store_true", help="run validate --json")
     args = parser.parse_args()
     paths = make_files(args.out, args.only)
-    print(f"{args.kingrec} validate FILE")
+    options = ["--json"] if args.json else []
+    print(f"{args.kingrec} validate {' '.join(options)} FILE")
     print(f"{'file':<24} {'size':>9} {'exit':>18} {'wall s':>8} {'CPU s':>8} "
           f"{'CPU s/MiB':>9} {'peak RSS':>10}")  # fmt: skip
     for name, path in paths.items():
-        r = measure(args.kingrec, path, args.timeout)
+        r = measure(args.kingrec, path, args.timeout, *options)
         print(
             f"{name:<24} {r['size_mib']:>5.2f} MiB {r['status']!s:>18} {r['wall']:>8.2f} "
             f"{r['cpu']:>8.2f} {r['cpu_per_mib']:>9.3f} {r['peak_mib']:>6.0f} MiB",

@@ -340,3 +340,10 @@ def test_every_output_is_synced_before_it_gets_its_name(
     assert {"call": "fsync", "inode": inode, "directory": False} in before, events
     folder = work.stat().st_ino
     assert {"call": "fsync", "inode": folder, "directory": True} in after, events
+
+
+def test_the_readme_names_the_file_a_killed_run_may_leave() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    documented = ".OUT.kingrec-PID.tmp"
+    assert f"`{documented}`" in readme
+    assert Path(temporary_name("OUT", pid=4242)).name == documented.replace("PID", "4242")
