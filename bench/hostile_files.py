@@ -126,7 +126,9 @@ def _look(pid: int) -> None:
         stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, ValueError):
         return
-    peak = next(int(line.split()[1]) for line in status.splitlines() if "VmHWM" in line)
+    peak = next((int(line.split()[1]) for line in status.splitlines() if "VmHWM" in line), None)
+    if peak is None:  # a zombie: gone already
+        return
     ticks = os.sysconf("SC_CLK_TCK")
     _LAST_SEEN.update(peak_mib=peak / 1024, cpu=(int(stat[11]) + int(stat[12])) / ticks)
 
