@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import signal
 from types import ModuleType
 
 import pytest
 
 from kingrec import _twins
+
+# Started in the background by a shell without job control (``nohup pytest &``, some CI
+# runners), the suite inherits SIGINT ignored, and so would every kingrec it starts: the tests
+# that press Ctrl-C would wait in vain. A handled signal is reset to the default at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _twin_params() -> list[object]:
