@@ -6,7 +6,7 @@ The C code of the twins comes from Cython in a checkout and ships in the sdist:
   (always so in an sdist), or when Cython is not installed; otherwise Cython regenerates it
   first. ``KINGREC_NO_CYTHON=1`` acts as if Cython were not installed (packagers, tests).
 - A failed compile (no C compiler, no Python headers) does not fail the install: kingrec
-  is installed without its compiled twins and runs on the pure-Python ones (about 20x
+  is installed without its compiled twins and runs on the pure-Python ones (many times
   slower), after ONE warning that says so and how to fix it. ``KINGREC_REQUIRE_COMPILED=1``
   makes that failure fatal instead (CI sets it).
 - The wheel carries the schema (``proto/**/*.proto``) as package data under
@@ -117,7 +117,7 @@ def _extensions() -> list[Extension]:
 _FALLBACK_WARNING = """\
 WARNING: kingrec is installed WITHOUT its compiled twins: building the C extensions failed
   ({error}).
-kingrec works, on the pure-Python twins, about 20x slower (validate, simulate).
+kingrec works, on the pure-Python twins, many times slower (simulate ~30x, validate ~100x).
 To fix it, install a C compiler and the Python headers (Debian/Ubuntu: apt install gcc
 python3-dev; Fedora: dnf install gcc python3-devel; macOS: xcode-select --install; Windows:
 Microsoft C++ Build Tools), then reinstall kingrec. Set KINGREC_REQUIRE_COMPILED=1 to make

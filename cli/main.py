@@ -35,6 +35,12 @@ COMMANDS = {
     "show": "kingrec_cli.show",
     "convert": "kingrec_cli.convert",
     "simulate": "kingrec_cli.simulate",
+    "serve": "kingrec_cli.serve",
+    "replay": "kingrec_cli.replay",
+    "watch": "kingrec_cli.watch",
+    "publish": "kingrec_cli.publish",
+    "upload": "kingrec_cli.upload",
+    "query": "kingrec_cli.query",
 }
 
 COMPLETION = """Shell completion (bash; zsh_source and fish_source for the others):

@@ -12,8 +12,9 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from kingrec.convert import format_for
 from kingrec.rules import PRESETS
-from kingrec.simrun import Format, simulate_to_file, simulate_to_stream
+from kingrec.simrun import simulate_to_file, simulate_to_stream
 
 from .errors import (
     EXIT_CLOSED_PIPE,
@@ -111,7 +112,7 @@ def simulate(
     a temporary file and moved into place only when complete.
     """
     preset = preset.lower()
-    fmt: Format = "krec" if output.endswith(".krec") else "jsonl"
+    fmt = format_for(output)
     jobs = jobs or os.cpu_count() or 1
     if output != "-" and os.path.isdir(output):
         raise Failed(f"{output}: is a directory")

@@ -55,11 +55,11 @@ class Choices:
 
 
 def _reports(
-    records: RecordFile, progress: Progress, show_all: bool
+    records: RecordFile, progress: Progress, show_all: bool, seen: set[int]
 ) -> Iterator[MatchReport | Damage | CleanMatches]:
     task = progress.add_task(records.name, total=records.size)
     shown = 0
-    for item in validate_records(records, count_clean=not show_all):
+    for item in validate_records(records, count_clean=not show_all, seen=seen):
         yield item
         # Only when more was read (a MiB at a time): a hostile MiB can hold 65,536 items.
         if records.bytes_read != shown:
@@ -114,7 +114,8 @@ def validate(
     location (file, frame and byte offset or line, then deal, trick, seat, card). FILES
     are .krec containers or JSON records; a directory stands for the record files in it
     and below it (.krec, .jsonl, .json, .ndjson; in name order); - reads standard input.
-    A file that cannot be read is reported and the others are still checked.
+    A file that cannot be read is reported and the others are still checked. A record
+    seen before in the run, in the same file or another, gets a DUPLICATE_RECORD warning.
 
     Frames are numbered from 1 in the report lines, as `kingrec show --index` counts;
     the --json report keeps the format's frame index, which counts from 0.
@@ -124,6 +125,7 @@ def validate(
     term = Terminal()
     choices = Choices(as_json, show_all, quiet)
     tally = Tally()
+    seen: set[int] = set()  # every record judged in this run: a repeat in any file is a warning
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
     with term.progress(*columns, TimeRemainingColumn(), show=term.wants_bar(progress)) as bar:
         for path in record_paths(files):
@@ -134,7 +136,7 @@ def validate(
             try:
                 with user_errors(), open_records(path) as records:
                     tally.files += 1
-                    for item in _reports(records, bar, show_all):
+                    for item in _reports(records, bar, show_all, seen):
                         _emit(term, item, tally, choices)
             except Failed as exc:
                 tally.unreadable += 1

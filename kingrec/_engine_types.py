@@ -83,3 +83,23 @@ class DealReplay(NamedTuple):
     units: tuple[int, int, int, int]  # scoring units per seat (tricks, penalty cards, …)
     revoker: int  # seat of a penalized revoke, or -1
     violations: list[Violation]
+
+
+class PlayedDeal(NamedTuple):
+    """One deal as played: what the record of a deal is made from (``boundary.deal_to_proto``).
+
+    The simulator twins' ``play_match`` return these (the same tuples from both); the
+    record builder makes one per deal a client played.
+    """
+
+    declarer: int
+    contract: int
+    trump: int  # -1 outside koz
+    hands: bytes
+    plays: bytes
+    think_ms: list[int]
+    auto_plays: list[int]
+    end: int  # engine END_* code
+    scores: list[int]
+    trump_think_ms: int  # -1: none
+    revoke_play: int = -1  # index of the play marked as a penalized revoke, or -1

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from . import _engine_py
-from ._engine_types import END_INCOMPLETE, END_REVOKE
+from ._engine_types import END_INCOMPLETE, END_REVOKE, PlayedDeal
 from .bots import choose_contract, choose_play, choose_trump
 from .cards import SUIT_MASKS, mask_of
 from .contracts import Contract
@@ -32,22 +32,6 @@ class DealResult(NamedTuple):
     end: int  # engine END_* code
     scores: list[int]
     revoke_play: int = -1
-
-
-class PlayedDeal(NamedTuple):
-    """One deal as ``play_match`` returns it (the same tuple from both twins)."""
-
-    declarer: int
-    contract: int
-    trump: int  # -1 outside koz
-    hands: bytes
-    plays: bytes
-    think_ms: list[int]
-    auto_plays: list[int]
-    end: int  # engine END_* code
-    scores: list[int]
-    trump_think_ms: int  # -1: none
-    revoke_play: int = -1  # index of a play marked as a penalized revoke (reference only)
 
 
 class Clock:

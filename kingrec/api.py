@@ -73,12 +73,12 @@ def write_records(
     if isinstance(matches, pb.Match):
         matches = [matches]
     if isinstance(target, str | os.PathLike):
-        path = os.fspath(target)
-        fmt = format or ("krec" if path.endswith(".krec") else "jsonl")
+        from .convert import format_for, write_matches
         from .safefile import atomic_output
 
+        path = os.fspath(target)
         with atomic_output(path) as out:
-            return _write(out, matches, fmt)
+            return write_matches(out, matches, format or format_for(path))
     if format is None:
         raise ValueError("say format='krec' or format='jsonl' when writing to a stream")
     if isinstance(target, io.TextIOBase):
@@ -87,29 +87,9 @@ def write_records(
         from .jsonl import write_jsonl
 
         return write_jsonl(target, matches)
-    return _write(target, matches, format)  # type: ignore[arg-type]
+    from .convert import write_matches
 
-
-def _write(out: IO[bytes], matches: Iterable[pb.Match], fmt: str) -> int:
-    if fmt == "krec":
-        from .container import KrecWriter
-
-        writer = KrecWriter(out)
-        for m in matches:
-            writer.write_match(m)
-        writer.close()
-        return writer.frames_written
-    if fmt != "jsonl":
-        raise ValueError(f"format {fmt!r} is not 'krec' or 'jsonl'")
-    from .jsonl import write_jsonl
-
-    text = io.TextIOWrapper(out, encoding="utf-8", newline="\n", write_through=True)
-    try:
-        n = write_jsonl(text, matches)
-        text.flush()
-    finally:
-        text.detach()  # the caller owns (and closes or renames) the binary stream
-    return n
+    return write_matches(target, matches, format)  # type: ignore[arg-type]
 
 
 def validate(match: pb.Match, location: Location | None = None) -> MatchReport:

@@ -3,8 +3,9 @@
 The engine, its constants and the rulesets know nothing of protobuf; everything that turns a
 record's values into the engine's (and back) is here, in named pairs: the ruleset
 (``ruleset_from_proto`` / ``ruleset_to_proto``), the trump suit (``engine_trump`` /
-``trump_to_proto``), how a deal ended (``end_to_proto``), whether a recorded deal can be
-replayed at all (``replayable``) and the engine's arguments for it (``replay_args``).
+``trump_to_proto``), how a deal ended (``end_to_proto``), a played deal's record
+(``deal_to_proto``), whether a recorded deal can be replayed at all (``replayable``) and the
+engine's arguments for it (``replay_args``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ._engine_types import (
     END_EARLY,
     END_INCOMPLETE,
     END_REVOKE,
+    PlayedDeal,
 )
 from .cards import mask_of
 from .contracts import Contract
@@ -28,6 +30,7 @@ from .v1 import record_pb2 as pb
 
 __all__ = [
     "ReplayArgs",
+    "deal_to_proto",
     "end_to_proto",
     "engine_trump",
     "named_trump",
@@ -71,6 +74,28 @@ _END_TO_PROTO: dict[int, pb.DealEnd.ValueType] = {
 def end_to_proto(end: int) -> pb.DealEnd.ValueType:
     """The record's ``DealEnd`` for an engine end (a stopped replay has none: unspecified)."""
     return _END_TO_PROTO.get(end, pb.DEAL_END_UNSPECIFIED)
+
+
+def deal_to_proto(out: pb.Deal, rules: Ruleset, number: int, played: PlayedDeal) -> None:
+    """Fill ``out`` (a fresh ``Deal``, say ``match.deals.add()``) with the record of a deal
+    played under ``rules``: its number, the dealer the ruleset gives, the trump and the trump
+    think time of a koz deal, the plays with their think times, and the scores."""
+    out.number = number
+    out.declarer = played.declarer
+    out.contract = pb.Contract.ValueType(played.contract)
+    out.hands = played.hands
+    out.plays = played.plays
+    out.end = end_to_proto(played.end)
+    out.dealer = rules.dealer_of(played.declarer)
+    if played.contract == Contract.KOZ:
+        out.trump = trump_to_proto(played.trump)
+        if played.trump_think_ms >= 0:
+            out.trump_think_ms = played.trump_think_ms
+    out.think_ms.extend(played.think_ms)
+    out.auto_plays.extend(played.auto_plays)
+    if played.revoke_play >= 0:
+        out.revoke_play = played.revoke_play
+    out.claimed_scores.extend(played.scores)
 
 
 # -- replaying a recorded deal --------------------------------------------------------------

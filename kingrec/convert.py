@@ -10,7 +10,7 @@ kingrec does not judge it, and its other form may be one kingrec cannot read bac
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Literal
 
@@ -22,7 +22,7 @@ from .records import Damage, RecordFile, open_records
 from .safefile import atomic_output
 from .v1 import record_pb2 as pb
 
-__all__ = ["ConversionSummary", "Format", "convert_file", "format_for"]
+__all__ = ["ConversionSummary", "Format", "convert_file", "format_for", "write_matches"]
 
 Format = Literal["krec", "jsonl"]
 
@@ -70,19 +70,26 @@ def _matches(
         yield item.match
 
 
-def _write(out: IO[bytes], matches: Iterator[pb.Match], fmt: Format) -> None:
+def write_matches(out: IO[bytes], matches: Iterable[pb.Match], fmt: Format) -> int:
+    """Write ``matches`` to a binary stream as a .krec container or JSON Lines; how many.
+
+    The stream stays open: the caller closes it (or renames the file it belongs to).
+    """
     if fmt == "krec":
         writer = KrecWriter(out)
         for m in matches:
             writer.write_match(m)
         writer.close()
-        return
+        return writer.frames_written
+    if fmt != "jsonl":
+        raise ValueError(f"format {fmt!r} is not 'krec' or 'jsonl'")
     text = io.TextIOWrapper(out, encoding="utf-8", newline="\n", write_through=True)
     try:
-        jsonl.write_jsonl(text, matches)
+        n = jsonl.write_jsonl(text, matches)
         text.flush()
     finally:
         text.detach()  # the caller owns (and closes or renames) the binary file
+    return n
 
 
 def convert_file(
@@ -101,8 +108,8 @@ def convert_file(
         matches = _matches(records, summary, skip_damaged, on_damage)
         if isinstance(target, str):
             with atomic_output(target) as out:
-                _write(out, matches, fmt)
+                write_matches(out, matches, fmt)
         else:
-            _write(target, matches, fmt)
+            write_matches(target, matches, fmt)
             target.flush()
     return summary

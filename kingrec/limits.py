@@ -11,8 +11,10 @@ and is reported with the code ``LIMIT_EXCEEDED`` naming the bound. The format sp
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from .v1 import record_pb2 as pb
+if TYPE_CHECKING:  # the rules import the bounds: they load no protobuf code
+    from .v1 import record_pb2 as pb
 
 __all__ = [
     "MAX_DEALS",

@@ -135,6 +135,10 @@ class Ruleset:
             flags |= F_EARLY_END
         return flags
 
+    def dealer_of(self, declarer: int) -> int:
+        """The seat that deals when ``declarer`` declares (the seat before it, or itself)."""
+        return (declarer + 3) % 4 if self.dealer is DealerRule.SEAT_BEFORE_DECLARER else declarer
+
     def unit_score(self, contract: int) -> int:
         return self.scores[Contract(contract)]
 

@@ -25,10 +25,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import BinaryIO, Literal
+from typing import BinaryIO
 
 from . import jsonl
 from .container import KrecWriter
+from .convert import Format, format_for
 from .rules import PRESETS
 from .safefile import atomic_output
 from .simulate import derive_seed, simulate_match
@@ -40,8 +41,6 @@ __all__ = [
     "simulate_to_file",
     "simulate_to_stream",
 ]
-
-Format = Literal["krec", "jsonl"]
 
 # Largest number of matches one chunk holds, and chunks in flight per job.
 _MAX_CHUNK = 64
@@ -178,7 +177,7 @@ def simulate_to_file(
     The file appears only when complete (``kingrec.safefile``); ``progress(done)`` is called
     after each chunk. ``jobs`` worker processes (1: this process).
     """
-    fmt = fmt or ("krec" if path.endswith(".krec") else "jsonl")
+    fmt = fmt or format_for(path)
     with atomic_output(path) as out:
         if fmt == "krec":
             writer = KrecWriter(out)

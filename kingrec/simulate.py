@@ -16,9 +16,8 @@ import random
 from collections.abc import Iterator
 
 from . import __version__, _sim_py, _twins
-from .boundary import end_to_proto, ruleset_to_proto, trump_to_proto
-from .contracts import Contract
-from .rules import DealerRule, RevokeRule, Ruleset
+from .boundary import deal_to_proto, ruleset_to_proto
+from .rules import RevokeRule, Ruleset
 from .schedule import allowed_contracts
 from .v1 import record_pb2 as pb
 
@@ -47,30 +46,6 @@ def derive_seed(seed: int, index: int) -> int:
     """The seed of match ``index`` of ``simulate_matches(..., seed)`` (a 63-bit int)."""
     digest = hashlib.blake2b(f"kingrec-simulate/{seed}/{index}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") >> 1
-
-
-def _add_deal(match: pb.Match, rules: Ruleset, number: int, played: _sim_py.PlayedDeal) -> None:
-    """Append one played deal to the record."""
-    declarer, contract = played.declarer, played.contract
-    deal = match.deals.add(
-        number=number,
-        declarer=declarer,
-        contract=pb.Contract.ValueType(contract),
-        hands=played.hands,
-        plays=played.plays,
-        end=end_to_proto(played.end),
-    )
-    before = rules.dealer is DealerRule.SEAT_BEFORE_DECLARER
-    deal.dealer = (declarer + 3) % 4 if before else declarer
-    if contract == Contract.KOZ:
-        deal.trump = trump_to_proto(played.trump)
-        if played.trump_think_ms >= 0:
-            deal.trump_think_ms = played.trump_think_ms
-    deal.think_ms.extend(played.think_ms)
-    deal.auto_plays.extend(played.auto_plays)
-    if played.revoke_play >= 0:
-        deal.revoke_play = played.revoke_play
-    deal.claimed_scores.extend(played.scores)
 
 
 def simulate_match(
@@ -134,7 +109,7 @@ def simulate_match(
         )
     totals = [0, 0, 0, 0]
     for number, played in enumerate(deals, 1):
-        _add_deal(match, rules, number, played)
+        deal_to_proto(match.deals.add(), rules, number, played)
         for s in range(4):
             totals[s] += played.scores[s]
     if abandon_after is not None:

@@ -235,7 +235,8 @@ class _MatchCheck:
         if followers:
             n = len(followers)
             later = "finding after it" if n == 1 else f"{n} findings after it"
-            message = f"{findings[cause].message} The {later} in this deal follow from it."
+            verb = "follows" if n == 1 else "follow"
+            message = f"{findings[cause].message} The {later} in this deal {verb} from it."
             findings[cause] = dataclasses.replace(findings[cause], message=message)
         if self.first_cause is None:
             self.first_cause = cause
@@ -251,7 +252,7 @@ class _MatchCheck:
             return
         if rules.dealer is DealerRule.UNCHECKED or not deal.HasField("dealer") or deal.declarer > 3:
             return
-        expected = deal.declarer if rules.dealer is DealerRule.DECLARER else (deal.declarer + 3) % 4
+        expected = rules.dealer_of(deal.declarer)
         if deal.dealer != expected:
             self.add(
                 "WRONG_DEALER",

@@ -6,12 +6,18 @@ import signal
 from types import ModuleType
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from kingrec import _twins
 
-# Started in the background by a shell without job control (``nohup pytest &``, some CI
-# runners), the suite inherits SIGINT ignored, and so would every kingrec it starts: the tests
-# that press Ctrl-C would wait in vain. A handled signal is reset to the default at exec.
+# Property tests judge what the code does, not how fast a shared CI machine runs it: no
+# per-example deadline (hangs are caught by the time-bounded tests of tests/test_limits.py).
+settings.register_profile("kingrec", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kingrec")
+
+# A run started in the background (`cmd &`, some CI runners) inherits SIGINT ignored, and so
+# would every command a test starts: the Ctrl-C tests would test nothing. A handled signal is
+# reset to the default on exec, so the commands start as they would from a terminal.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 

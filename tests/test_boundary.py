@@ -112,3 +112,19 @@ def test_a_deal_is_replayable_only_with_a_whole_deck_a_seat_a_contract_and_its_t
         broken.CopyFrom(deal)
         edit(broken)
         assert not replayable(broken), edit.__name__
+
+
+def test_the_engine_and_its_constants_load_no_protobuf_code() -> None:
+    """Only the boundary knows the records: the engine twins, the rules, the schedule and the
+    deal state import nothing of ``kingrec.v1`` (nor protobuf)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import kingrec._engine_py, kingrec._engine_types, kingrec.engine, kingrec.game\n"
+        "import kingrec.rules, kingrec.schedule, kingrec.contracts, kingrec.cards\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('kingrec.v1', 'google'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -336,6 +336,23 @@ def test_validate_the_samples_folder_in_one_go() -> None:
     assert "MUST_RUFF" in out and "DAMAGED" in out
 
 
+def test_validate_warns_of_a_record_repeated_in_a_later_file(tmp_path: Path) -> None:
+    """One run shares one memory of the records it judged: the copy is the warning."""
+    copy = tmp_path / "copy.krec"
+    copy.write_bytes(CLASSIC.read_bytes())
+    result = run("validate", "--json", "--all", str(CLASSIC), str(copy))
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    matches = [line for line in lines if line["type"] == "match"]
+    repeated = {name: [any(f["code"] == "DUPLICATE_RECORD" for f in m["findings"])
+                       for m in matches if m["file"] == name]
+                for name in (str(CLASSIC), str(copy))}  # fmt: skip
+    assert repeated == {str(CLASSIC): [False, False], str(copy): [True, True]}
+    assert all(m["valid"] for m in matches) and result.returncode == 0
+    assert lines[-1]["warnings"] == 2
+    text = run("validate", str(copy), str(CLASSIC)).stdout.decode()
+    assert text.count("DUPLICATE_RECORD") == 2 and "2 warning(s)" in text
+
+
 def test_quiet_lists_only_what_is_wrong(tmp_path: Path) -> None:
     over_time = str(SAMPLES / "invalid" / "over-time.krec")
     result = run("validate", "--quiet", over_time, str(CLASSIC))

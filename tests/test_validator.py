@@ -163,3 +163,26 @@ def test_findings_that_follow_from_an_illegal_play_say_so(twin: ModuleType) -> N
     )
     assert report.to_dict()["findings"][1]["caused_by"] == 0
     assert _codes(match, twin)[0] == "NOT_IN_HAND"
+
+
+def test_one_finding_that_follows_is_named_in_the_singular(twin: ModuleType) -> None:
+    """An illegal card in the last trick whose only consequence in the deal is the score."""
+    from kingrec.rules import preset
+    from kingrec.simulate import simulate_match
+
+    original = simulate_match(preset("classic"), 9)
+    for play in range(len(original.deals[0].plays) - 4, len(original.deals[0].plays)):
+        for card in range(52):
+            match = pb.Match()
+            match.CopyFrom(original)
+            plays = bytearray(match.deals[0].plays)
+            plays[play] = card
+            match.deals[0].plays = bytes(plays)
+            findings = validate_match(match, engine=twin).findings
+            in_deal = [f for f in findings if f.deal == 1]
+            if len(in_deal) == 2 and in_deal[1].caused_by == 0:
+                assert in_deal[0].message.endswith(
+                    "The finding after it in this deal follows from it."
+                )
+                return
+    raise AssertionError("no edit of the last trick with exactly one consequence")

@@ -9,16 +9,22 @@ says so). Anything else is a ``QueryRefusedError`` or ``QueryError`` naming the 
 
 from __future__ import annotations
 
+import base64
+import datetime as dt
+import decimal
+import json
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
 from ..errors import QueryError, QueryLimitError, QueryRefusedError
 
-__all__ = ["QueryResult", "run_query"]
+__all__ = ["QueryResult", "json_rows", "run_query"]
 
 BATCH_ROWS = 10_000
 
@@ -126,3 +132,21 @@ def _limited(
     finally:
         timer.cancel()
         cursor.close()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal | uuid.UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+def json_rows(batch: pa.RecordBatch) -> Iterator[str]:
+    """Each row of ``batch`` as one JSON object (bytes in base64, times in ISO 8601)."""
+    for row in batch.to_pylist():
+        yield json.dumps(row, ensure_ascii=False, default=_jsonable)

@@ -95,6 +95,11 @@ class Store:
     def close(self) -> None:
         self.con.close()
 
+    def reader(self) -> Store:
+        """This store on a connection of its own, for reading (close it after use):
+        for reading from another thread while this one writes, seeing committed data only."""
+        return Store(self.con.cursor(), self.path, read_only=True)
+
     def __enter__(self) -> Self:
         return self
 
@@ -255,6 +260,20 @@ class Store:
         page = [dict(zip(names, row, strict=True)) for row in rows[:limit]]
         token = str(page[-1]["match_key"]) if len(rows) > limit else None
         return page, token
+
+    def players(self, match_keys: Sequence[int]) -> dict[int, list[tuple[int, str, str, str]]]:
+        """The players of matches (by ``match_key``): (seat, player_id, name, seat_name)."""
+        out: dict[int, list[tuple[int, str, str, str]]] = {key: [] for key in match_keys}
+        if not match_keys:
+            return out
+        rows = self.con.execute(
+            "SELECT match_key, seat, player_id, name, seat_name FROM players "
+            "WHERE match_key IN (SELECT unnest(?)) ORDER BY match_key, seat",
+            [list(match_keys)],
+        ).fetchall()
+        for key, *player in rows:
+            out[key].append((player[0], player[1], player[2], player[3]))
+        return out
 
 
 def _batches(records: RecordFile, size: int) -> Iterator[Batch]:

@@ -1,0 +1,129 @@
+"""``kingrec serve``: run the gRPC service until SIGTERM or Ctrl-C."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from kingrec.store.db import default_path
+from kingrec_service import ServiceConfig
+from kingrec_service import serve as run_server
+from kingrec_service.storage import QueryLimits
+
+from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_OK, EXIT_UNREADABLE, user_errors
+from .helptext import Command, epilog
+
+
+@click.command(
+    cls=Command,
+    epilog=epilog(
+        [
+            ("kingrec serve --db games.duckdb", "serve the store games.duckdb on localhost:50051"),
+            (
+                "kingrec serve --host 0.0.0.0 --token s3cret",
+                "every interface; uploads need the token",
+            ),
+        ],
+        (
+            (EXIT_OK, "stopped (SIGTERM or Ctrl-C)"),
+            (EXIT_UNREADABLE, "cannot listen, the store cannot be opened, or bad usage"),
+            EXIT_INTERNAL,
+            EXIT_CLOSED_PIPE,
+        ),
+    ),
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=50051,
+    show_default=True,
+    help="The port to listen on (0: any free port; the one taken is printed).",
+)
+@click.option(
+    "--token",
+    envvar="KINGREC_TOKEN",
+    metavar="TOKEN",
+    help="Require this token (metadata 'authorization: Bearer TOKEN') on Upload and Publish "
+    "(default: $KINGREC_TOKEN; none: anyone may).",
+)
+@click.option(
+    "--tls-cert",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="PEM",
+    help="Serve TLS with this certificate chain (needs --tls-key).",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="PEM",
+    help="The private key of --tls-cert.",
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    metavar="PATH",
+    help="The store: a DuckDB file, created when new, that the server alone may open while it "
+    "runs (default: $KINGREC_DB, else kingrec.duckdb).",
+)
+@click.option(
+    "--query-timeout",
+    type=click.FloatRange(min=0.001),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long one Query may run.",
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="On SIGTERM, how long calls in flight get to finish.",
+)
+def serve(
+    host: str,
+    port: int,
+    token: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    db: str | None,
+    query_timeout: float,
+    grace: float,
+) -> None:
+    """Serve kingrec over gRPC: validate, store and query records, replay them, publish
+    and watch live matches.
+
+    The service is kingrec.v1.KingrecService (proto/kingrec/v1/service.proto), with the
+    standard health service and server reflection, on the store --db. It runs until SIGTERM
+    or Ctrl-C, then stops gracefully: uploads get the answers to what they sent, live
+    matches are stored as abandoned, streams end saying where to resume, calls in flight get
+    --grace seconds to finish.
+    """
+    logging.basicConfig(stream=sys.stderr, format="kingrec serve: %(message)s", level=logging.INFO)
+    with user_errors():
+        config = ServiceConfig(
+            host=host,
+            port=port,
+            token=token or None,
+            tls_cert=Path(tls_cert).read_bytes() if tls_cert else None,
+            tls_key=Path(tls_key).read_bytes() if tls_key else None,
+            db=db or default_path(),
+            query=QueryLimits(timeout_s=query_timeout),
+            grace=grace,
+        )
+
+        def ready(bound: int) -> None:
+            notes = ["TLS" if tls_cert else "plaintext", f"store {config.db}"]
+            if token:
+                notes.append("Upload and Publish need the token")
+            click.echo(f"kingrec: serving on {host}:{bound} ({', '.join(notes)})")
+            sys.stdout.flush()
+
+        asyncio.run(run_server(config, ready))
+    click.echo("kingrec: stopped")

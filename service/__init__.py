@@ -1,0 +1,34 @@
+"""kingrec's gRPC service (``kingrec.v1.KingrecService``): validate records, replay them,
+publish and watch live matches.
+
+The library (``kingrec``) never imports this package or grpc; the service translates
+requests into library calls and maps the library's errors to status codes in one table
+(``kingrec_service.errors``). Start one with ``kingrec serve`` or::
+
+    server, port = create_server(ServiceConfig(port=0))
+    await server.start()
+"""
+
+from .server import (
+    MAX_REQUEST_BYTES,
+    MAX_RESPONSE_BYTES,
+    SERVICE_NAME,
+    KingrecServer,
+    ServerError,
+    ServiceConfig,
+    create_server,
+    running_server,
+    serve,
+)
+
+__all__ = [
+    "MAX_REQUEST_BYTES",
+    "MAX_RESPONSE_BYTES",
+    "SERVICE_NAME",
+    "KingrecServer",
+    "ServerError",
+    "ServiceConfig",
+    "create_server",
+    "running_server",
+    "serve",
+]

@@ -1,0 +1,112 @@
+"""Library values -> service messages: reports and findings, in named ``*_to_proto`` functions.
+
+The report's JSON text is the very line ``kingrec validate --json`` prints for it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kingrec.findings import Finding, Location, MatchReport, Severity
+from kingrec.store.ingest import DUPLICATE, REJECTED, STORED, STORED_INVALID, RecordVerdict
+from kingrec.v1 import record_pb2 as pb
+from kingrec.v1 import service_pb2 as svc
+
+__all__ = [
+    "finding_to_proto",
+    "location_to_proto",
+    "rejected_verdict",
+    "report_json",
+    "report_to_proto",
+    "stored_summary",
+    "verdict_to_proto",
+]
+
+_SEVERITY = {Severity.ERROR: svc.SEVERITY_ERROR, Severity.WARNING: svc.SEVERITY_WARNING}
+
+
+def finding_to_proto(finding: Finding) -> svc.Finding:
+    msg = svc.Finding(
+        code=finding.code, severity=_SEVERITY[finding.severity], message=finding.message
+    )
+    if finding.deal is not None:
+        msg.deal = finding.deal
+    if finding.trick is not None:
+        msg.trick = finding.trick
+    if finding.seat is not None:
+        msg.seat = finding.seat
+    if finding.card is not None:
+        msg.card = finding.card
+    if finding.play is not None:
+        msg.play = finding.play
+    if finding.legal is not None:
+        msg.legal = bytes(finding.legal)
+    if finding.caused_by is not None:
+        msg.caused_by = finding.caused_by
+    return msg
+
+
+def location_to_proto(location: Location) -> svc.Location:
+    msg = svc.Location(file=location.file)
+    if location.frame is not None:
+        msg.frame = location.frame
+    if location.offset is not None:
+        msg.offset = location.offset
+    if location.line is not None:
+        msg.line = location.line
+    return msg
+
+
+def report_to_proto(report: MatchReport) -> svc.Report:
+    return svc.Report(
+        match_id=report.match_id,
+        location=location_to_proto(report.location),
+        valid=report.valid,
+        deals=report.deals,
+        findings=[finding_to_proto(f) for f in report.findings],
+    )
+
+
+def report_json(report: MatchReport) -> str:
+    """The line ``kingrec validate --json --all`` prints for ``report`` (no newline)."""
+    return json.dumps({"type": "match", **report.to_dict()}, ensure_ascii=False)
+
+
+_STORE_STATUS = {
+    STORED: svc.StoreVerdict.STATUS_STORED,
+    STORED_INVALID: svc.StoreVerdict.STATUS_STORED_INVALID,
+    DUPLICATE: svc.StoreVerdict.STATUS_DUPLICATE,
+    REJECTED: svc.StoreVerdict.STATUS_REJECTED,
+}
+
+
+def verdict_to_proto(verdict: RecordVerdict) -> svc.StoreVerdict:
+    msg = svc.StoreVerdict(
+        status=_STORE_STATUS[verdict.status], match_id=verdict.match_id, message=verdict.message
+    )
+    if verdict.report is not None:
+        msg.report.CopyFrom(report_to_proto(verdict.report))
+    return msg
+
+
+def rejected_verdict(message: str) -> svc.StoreVerdict:
+    """A record the service could not read as one (it never reached the store)."""
+    return svc.StoreVerdict(status=svc.StoreVerdict.STATUS_REJECTED, message=message)
+
+
+def stored_summary(row: dict[str, Any], players: list[tuple[Any, ...]]) -> svc.MatchSummary:
+    """A row of ``Store.list_matches`` and its players (seat, id, name, seat name)."""
+    return svc.MatchSummary(
+        match_id=row["match_id"],
+        status=pb.MatchStatus.Value(f"MATCH_STATUS_{row['status']}"),
+        preset=row["preset"] or "",
+        players=[
+            pb.Player(seat=seat, id=pid or "", name=name or "", seat_name=seat_name or "")
+            for seat, pid, name, seat_name in players
+        ],
+        deals=row["deals"] or 0,
+        valid=bool(row["valid"]),
+        totals=[row[f"total_{s}"] or 0 for s in range(4)],
+        source=row["source"] or "",
+    )

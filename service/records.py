@@ -1,0 +1,171 @@
+"""A ``kingrec.v1.Record`` (one record as a message, .krec bytes or a JSON line) read by
+the library: judged the way ``kingrec validate`` judges a file holding only that record, or
+decoded for a replay.
+
+A record that cannot be read at all raises ``UnreadableRecordError`` with the damage's code
+(FRAME_UNDECODABLE, JSON_INVALID, LIMIT_EXCEEDED, …); a file that is no record file raises
+the library's ``RecordFileError``.
+"""
+
+from __future__ import annotations
+
+import io
+from itertools import islice
+
+from google.protobuf.message import DecodeError
+
+from kingrec.container import FILE_HEADER_SIZE, MAGIC
+from kingrec.errors import LimitError
+from kingrec.fastcheck import validate_payload
+from kingrec.findings import CleanMatches, Location, MatchReport
+from kingrec.jsonl import loads_match
+from kingrec.limits import MAX_FRAME_BYTES, check_match_limits, scan_match_limits
+from kingrec.records import Damage, Record, RecordFile
+from kingrec.v1 import record_pb2 as pb
+from kingrec.v1 import service_pb2 as svc
+from kingrec.validation import validate_records
+
+from .errors import BadRequestError, UnreadableRecordError
+
+__all__ = ["judge_record", "match_of_record", "payload_of_record"]
+
+
+def _form(record: svc.Record) -> str:
+    form = record.WhichOneof("form")
+    if form is None:
+        raise BadRequestError("the record is empty: give it as match, krec or json")
+    return form
+
+
+def _payload(record: svc.Record, form: str) -> bytes | None:
+    """The serialized Match of a record given as one (None: a file or JSON text)."""
+    if form == "match":
+        return record.match.SerializeToString()
+    if form == "krec" and not record.krec.startswith(MAGIC):
+        return record.krec
+    return None
+
+
+def _check_frame_size(payload: bytes) -> None:
+    if len(payload) > MAX_FRAME_BYTES:
+        raise LimitError(
+            f"the record is {len(payload)} bytes long; a .krec frame holds at most "
+            f"{MAX_FRAME_BYTES} (kingrec.limits.MAX_FRAME_BYTES)"
+        )
+
+
+def _not_a_match(payload: bytes) -> UnreadableRecordError:
+    try:
+        pb.Match.FromString(payload)
+        why = "it cannot be read"
+    except DecodeError as exc:
+        why = str(exc) or "it cannot be decoded"
+    return UnreadableRecordError(
+        f"the krec bytes are neither a .krec file nor a serialized kingrec.v1.Match ({why})",
+        "FRAME_UNDECODABLE",
+    )
+
+
+def _json_text(record: svc.Record) -> bytes:
+    data = record.json.encode("utf-8")
+    if data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] != b"{":
+        raise UnreadableRecordError(
+            "the json text is not a JSON object (a match starts with '{')", "JSON_INVALID"
+        )
+    return data
+
+
+def _file(record: svc.Record, form: str) -> RecordFile:
+    """A record given as a whole .krec file or as JSON text, opened as a record file."""
+    data = _json_text(record) if form == "json" else record.krec
+    return RecordFile(record.name, io.BytesIO(data), len(data))
+
+
+def _only(items: list[object], what: str) -> object:
+    if not items:
+        raise BadRequestError(f"the {what} holds no record")
+    if len(items) > 1:
+        raise BadRequestError(f"the {what} holds more than one record; give one at a time")
+    return items[0]
+
+
+def _damage_error(damage: Damage) -> UnreadableRecordError:
+    return UnreadableRecordError(damage.message, damage.code)
+
+
+def judge_record(record: svc.Record) -> MatchReport:
+    """The report ``kingrec validate --json --all`` gives for a file holding only this record,
+    named ``record.name``: a .krec file (frame 0 at byte 12) for a match or its bytes, a JSON
+    Lines file (line 1) for JSON text."""
+    form = _form(record)
+    payload = _payload(record, form)
+    if payload is not None:
+        _check_frame_size(payload)
+        verdict = validate_payload(payload, Location(record.name, 0, FILE_HEADER_SIZE))
+        if isinstance(verdict, Damage):
+            raise _not_a_match(payload)
+        return verdict
+    what = "json text" if form == "json" else ".krec file"
+    items: list[object] = []
+    for item in islice(validate_records(_file(record, form)), 2):
+        if isinstance(item, CleanMatches):  # only with count_clean, which is not asked for
+            raise AssertionError("validate_records counted a record it was asked to report")
+        items.append(item)
+    only = _only(items, what)
+    if isinstance(only, Damage):
+        raise _damage_error(only)
+    assert isinstance(only, MatchReport)
+    return only
+
+
+def match_of_record(record: svc.Record) -> pb.Match:
+    """The match of a record, held to the bounds of ``kingrec.limits`` (``LimitError``)."""
+    form = _form(record)
+    payload = _payload(record, form)
+    if payload is not None:
+        _check_frame_size(payload)
+        problem = scan_match_limits(payload)
+        if problem is not None:
+            raise LimitError(f"the record is over one of kingrec's bounds: {problem}")
+        try:
+            return pb.Match.FromString(payload)
+        except DecodeError:
+            raise _not_a_match(payload) from None
+    if form == "json":
+        match = loads_match(_json_text(record))
+    else:
+        only = _only(list(islice(_file(record, form), 2)), ".krec file")
+        if isinstance(only, Damage):
+            raise _damage_error(only)
+        assert isinstance(only, Record)
+        match = only.match
+    problem = check_match_limits(match)
+    if problem is not None:
+        raise LimitError(f"the record is over one of kingrec's bounds: {problem}")
+    return match
+
+
+def payload_of_record(record: svc.Record) -> bytes:
+    """The serialized match a store keeps for a record, as ``kingrec ingest`` would keep it
+    from a file: the bytes of a frame as they are (a serialized Match, or the one frame of a
+    .krec file), a match given as a message or as JSON serialized deterministically.
+    Whether the bytes are a readable match, the store judges."""
+    form = _form(record)
+    if form == "match":
+        payload = record.match.SerializeToString(deterministic=True)
+    elif form == "json":
+        payload = loads_match(_json_text(record)).SerializeToString(deterministic=True)
+    elif not record.krec.startswith(MAGIC):
+        payload = record.krec
+    else:
+        frames: list[bytes] = []
+        for run in _file(record, form).raw_frame_runs():
+            if isinstance(run, Damage):
+                raise _damage_error(run)
+            frames += run.payloads
+            if len(frames) > 1:
+                break
+        _only(list(frames), ".krec file")
+        payload = frames[0]
+    _check_frame_size(payload)
+    return payload

@@ -1,0 +1,211 @@
+"""The server: a factory that tests call on port 0, a graceful stop, and the ``serve`` loop.
+
+``create_server(config)`` builds a ``grpc.aio`` server (one event loop, no thread per stream)
+with the kingrec service, the standard health service and server reflection, the interceptors
+(errors to status codes; the token on Upload and Publish), the message-size limits and TLS when
+given a certificate and key, bound to ``config.host:config.port`` (0: a free port). Call it in
+the event loop that will run the server.
+
+Message sizes (derived from ``kingrec.limits``): a request may be ``MAX_REQUEST_BYTES``, room
+for the largest record there is (a JSON record of ``MAX_JSON_LINE_BYTES``) and its envelope;
+responses are kept to ``MAX_RESPONSE_BYTES``, gRPC's default receive limit, so that clients
+need no setting.
+
+With ``config.db`` the server owns that DuckDB store (``kingrec_service.storage``: DuckDB
+lets one process write a file, so nothing else may hold it open meanwhile).
+
+``KingrecServer.stop`` is graceful: health turns NOT_SERVING, live matches are abandoned and
+stored, viewers get the end of their match, replays and publishers end UNAVAILABLE saying where
+to resume, uploads get the answers to what they sent before and end UNAVAILABLE, unary calls in
+flight finish (within ``grace`` seconds); then what is queued for the store is committed and
+the store closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from kingrec.errors import KingrecError
+from kingrec.limits import MAX_JSON_LINE_BYTES
+from kingrec.v1 import service_pb2 as svc
+
+from ._pb import service_pb2_grpc
+from .interceptors import ErrorInterceptor, TokenInterceptor
+from .live import Hub, LiveConfig
+from .servicers import KingrecServicer
+from .storage import QueryLimits, StoreGateway
+from .stored import store_live
+
+__all__ = [
+    "MAX_REQUEST_BYTES",
+    "MAX_RESPONSE_BYTES",
+    "SERVICE_NAME",
+    "KingrecServer",
+    "ServerError",
+    "ServiceConfig",
+    "create_server",
+    "running_server",
+    "serve",
+]
+
+SERVICE_NAME: str = svc.DESCRIPTOR.services_by_name["KingrecService"].full_name
+
+MAX_REQUEST_BYTES = MAX_JSON_LINE_BYTES + (64 << 10)
+MAX_RESPONSE_BYTES = 4 << 20
+
+# The methods that need the token, when the server has one.
+GUARDED = frozenset(f"/{SERVICE_NAME}/{name}" for name in ("Upload", "Publish"))
+
+
+class ServerError(KingrecError):
+    """The server cannot start as configured (address in use, a certificate without a key)."""
+
+    code = "SERVER_ERROR"
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    host: str = "127.0.0.1"
+    port: int = 0  # 0: any free port (create_server returns the one bound)
+    token: str | None = None  # Upload and Publish need it, when set
+    tls_cert: bytes | None = None  # PEM certificate chain; TLS when given with the key
+    tls_key: bytes | None = None  # PEM private key
+    db: str | None = None  # the store's DuckDB file (None: no store; the store RPCs refuse)
+    query: QueryLimits = field(default_factory=QueryLimits)
+    grace: float = 10.0  # seconds in-flight calls get to finish on stop
+    live: LiveConfig = field(default_factory=LiveConfig)
+
+
+class KingrecServer:
+    """A built server: ``start``, ``stop`` (graceful), ``wait_for_termination``."""
+
+    def __init__(
+        self,
+        server: grpc.aio.Server,
+        hub: Hub,
+        health: health.aio.HealthServicer,
+        grace: float,
+        store: StoreGateway | None,
+    ) -> None:
+        self.grpc = server
+        self.hub = hub
+        self.health = health
+        self.grace = grace
+        self.store = store
+
+    async def start(self) -> None:
+        await self.grpc.start()
+        await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop taking calls; let streams end cleanly and calls in flight finish."""
+        await self.health.enter_graceful_shutdown()
+        closing = asyncio.ensure_future(self.hub.close())
+        await self.grpc.stop(self.grace if grace is None else grace)
+        await closing
+        if self.store is not None:  # what is queued is committed, then the file is closed
+            await asyncio.to_thread(self.store.close)
+
+    async def wait_for_termination(self) -> None:
+        await self.grpc.wait_for_termination()
+
+
+def _address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
+    """The server for ``config``, bound but not started, and the port it is bound to."""
+    if (config.tls_cert is None) != (config.tls_key is None):
+        raise ServerError("TLS needs both a certificate and its key")
+    interceptors: list[grpc.aio.ServerInterceptor] = [ErrorInterceptor()]
+    if config.token:
+        interceptors.append(TokenInterceptor(config.token, GUARDED))
+    server = grpc.aio.server(
+        interceptors=interceptors,
+        options=[
+            ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
+            ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
+            ("grpc.so_reuseport", 0),
+            ("grpc.keepalive_time_ms", 60_000),  # find viewers that went away silently
+            ("grpc.keepalive_timeout_ms", 20_000),
+        ],
+    )
+    store = None if config.db is None else StoreGateway.open(config.db, config.query)
+    hub = Hub(config.live, None if store is None else partial(store_live, store))
+    service_pb2_grpc.add_KingrecServiceServicer_to_server(KingrecServicer(hub, store), server)
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+    address = _address(config.host, config.port)
+    try:
+        if config.tls_cert is not None and config.tls_key is not None:
+            credentials = grpc.ssl_server_credentials([(config.tls_key, config.tls_cert)])
+            port = server.add_secure_port(address, credentials)
+        else:
+            port = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        port, problem = 0, f"cannot listen on {address}: {exc}"
+    else:
+        problem = f"cannot listen on {address} (in use, or not an address of this host)"
+    if port == 0:
+        if store is not None:
+            store.close()
+        raise ServerError(problem)
+    return KingrecServer(server, hub, health_servicer, config.grace, store), port
+
+
+async def serve(config: ServiceConfig, ready: Callable[[int], None] | None = None) -> None:
+    """Run a server until SIGTERM or SIGINT, then stop it gracefully. ``ready`` is called
+    with the port once the server takes calls."""
+    server, port = create_server(config)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        if ready is not None:
+            ready(port)
+        await stop.wait()
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        await server.stop()
+
+
+@contextmanager
+def running_server(config: ServiceConfig) -> Iterator[tuple[KingrecServer, int]]:
+    """A server running in a thread of its own (its own event loop) for as long as the
+    ``with`` block: for tests, benchmarks and programs that are not asyncio."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="kingrec-server", daemon=True)
+    thread.start()
+
+    async def build() -> tuple[KingrecServer, int]:
+        server, port = create_server(config)
+        await server.start()
+        return server, port
+
+    try:
+        server, port = asyncio.run_coroutine_threadsafe(build(), loop).result()
+        try:
+            yield server, port
+        finally:
+            asyncio.run_coroutine_threadsafe(server.stop(), loop).result()
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()

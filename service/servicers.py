@@ -1,0 +1,204 @@
+"""``kingrec.v1.KingrecService``: each method turns its request into library calls and their
+results into responses. Nothing here judges a record or maps an error: the library judges,
+``kingrec_service.errors`` maps (through the interceptor)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import grpc
+
+from kingrec.boundary import ruleset_from_proto
+from kingrec.v1 import service_pb2 as svc
+
+from ._pb import service_pb2_grpc
+from .convert import report_json, report_to_proto
+from .errors import BadRequestError, NoStoreError, ShuttingDownError
+from .events import from_position, record_events, response
+from .live import Hub, LiveMatch
+from .querying import query_stream
+from .records import judge_record, match_of_record
+from .replaying import check_pace, paced
+from .storage import StoreGateway
+from .stored import get_stored, list_stored
+from .uploads import upload_responses
+
+__all__ = ["KingrecServicer"]
+
+if TYPE_CHECKING:  # the stubs' generics do not exist at run time
+    Context = grpc.aio.ServicerContext[Any, Any]
+
+R = TypeVar("R")
+
+# A response already encoded: the events of a replay or a live match are serialized once
+# each (kingrec_service.events.Event), however many viewers get them, and responses are
+# their concatenation; the interceptor passes bytes through the response serializer.
+Encoded = bytes
+
+
+def _seat(request: svc.ReplayRequest | svc.WatchRequest) -> int | None:
+    if not request.HasField("seat"):
+        return None
+    if request.seat > 3:
+        raise BadRequestError(f"seat {request.seat} does not exist (0..3)")
+    return request.seat
+
+
+class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
+    def __init__(self, hub: Hub, store: StoreGateway | None) -> None:
+        self.hub = hub
+        self.store = store
+
+    def _store(self, what: str) -> StoreGateway:
+        if self.store is None:
+            raise NoStoreError(f"{what} needs the store, and this server keeps none")
+        return self.store
+
+    # -- records ------------------------------------------------------------------------
+
+    async def Validate(
+        self, request: svc.ValidateRequest, context: Context
+    ) -> svc.ValidateResponse:
+        report = judge_record(request.record)
+        return svc.ValidateResponse(report=report_to_proto(report), report_json=report_json(report))
+
+    async def Replay(  # type: ignore[override]  # responses go out encoded (see Encoded)
+        self, request: svc.ReplayRequest, context: Context
+    ) -> AsyncIterator[Encoded]:
+        source = request.WhichOneof("source")
+        if source is None:
+            raise BadRequestError("say what to replay: a match_id or a record")
+        seat = _seat(request)
+        check_pace(request.pace)
+        if source == "match_id":
+            match = await get_stored(self._store("replaying a stored match"), request.match_id)
+        else:
+            match = match_of_record(request.record)
+        rules = ruleset_from_proto(match.ruleset)
+        start_deal, start_trick = max(request.start_deal, 1), max(request.start_trick, 1)
+        if start_deal > max(len(match.deals), 1):
+            raise BadRequestError(
+                f"start_deal {start_deal} is past the match's last deal ({len(match.deals)})"
+            )
+        if start_trick > 13:
+            raise BadRequestError(f"start_trick {start_trick} is past trick 13")
+        events = from_position(record_events(match, rules), start_deal, start_trick)
+        async with aclosing(paced(events, request.pace, self.hub.stopping)) as batches:
+            async for batch in batches:
+                yield response(batch, seat)  # a ReplayResponse, encoded
+
+    # -- live -----------------------------------------------------------------------------
+
+    async def Publish(
+        self, request_iterator: AsyncIterable[svc.PublishRequest], context: Context
+    ) -> svc.PublishResponse:
+        hub = self.hub
+        publisher = object()
+        live: LiveMatch | None = None
+        try:
+            async with aclosing(_until(request_iterator, hub.stopping)) as requests:
+                async for request in requests:
+                    live = self._publish(request, live, publisher)
+        finally:
+            if live is not None:
+                hub.release(live, publisher)
+        if live is None:
+            raise BadRequestError("the stream held no message: begin with start or resume")
+        stored = await hub.finish(live) if live.finished else None
+        return svc.PublishResponse(
+            match_id=live.match_id, events=len(live.events), finished=live.finished, stored=stored
+        )
+
+    def _publish(
+        self, request: svc.PublishRequest, live: LiveMatch | None, publisher: object
+    ) -> LiveMatch:
+        kind = request.WhichOneof("event")
+        if kind is None:
+            raise BadRequestError("an empty message: give start, resume, deal, card or end")
+        if live is None:
+            if kind == "start":
+                return self.hub.start(request.start, publisher)
+            if kind == "resume":
+                resumed = self.hub.get(request.resume)
+                self.hub.claim(resumed, publisher)
+                return resumed
+            raise BadRequestError(f"the first message must be start or resume, not {kind}")
+        if kind in ("start", "resume"):
+            raise BadRequestError(f"{kind} comes only as the first message of a stream")
+        if kind == "deal":
+            live.add_deal(request.deal)
+        elif kind == "card":
+            live.play_card(request.card)
+        else:
+            live.end(request.end)
+        return live
+
+    async def Watch(  # type: ignore[override]  # responses go out encoded (see Encoded)
+        self, request: svc.WatchRequest, context: Context
+    ) -> AsyncIterator[Encoded]:
+        seat = _seat(request)
+        live = self.hub.get(request.match_id)
+        follow = live.follow(
+            request.resume_from, request.delay_ms / 1000, self.hub.config, self.hub.stopping
+        )
+        async with aclosing(follow) as batches:
+            async for start, end, snapshot in batches:
+                yield live.encoded(start, end, seat, snapshot)  # a WatchResponse, encoded
+
+    # -- the store --------------------------------------------------------------------------
+
+    async def Upload(
+        self, request_iterator: AsyncIterable[svc.UploadRequest], context: Context
+    ) -> AsyncIterator[svc.UploadResponse]:
+        store = self._store("uploading")
+        requests = _until(request_iterator, self.hub.stopping)
+        async with aclosing(upload_responses(store, requests)) as responses:
+            async for response in responses:
+                yield response
+
+    async def Query(
+        self, request: svc.QueryRequest, context: Context
+    ) -> AsyncIterator[svc.QueryResponse]:
+        store = self._store("a query")
+        async with aclosing(query_stream(store, request, context.time_remaining())) as responses:
+            async for response in responses:
+                yield response
+
+    async def ListMatches(
+        self, request: svc.ListMatchesRequest, context: Context
+    ) -> svc.ListMatchesResponse:
+        if request.live:
+            return self.hub.list(request.limit or 100, request.page_token)
+        return await list_stored(self._store("listing stored matches"), request)
+
+    async def GetMatch(
+        self, request: svc.GetMatchRequest, context: Context
+    ) -> svc.GetMatchResponse:
+        match = await get_stored(self._store("reading a stored match"), request.match_id)
+        return svc.GetMatchResponse(match=match)
+
+
+async def _until(requests: AsyncIterable[R], stopping: asyncio.Event) -> AsyncGenerator[R]:
+    """The requests of a client stream until it ends, or ``ShuttingDownError`` when the
+    server starts stopping while waiting for one."""
+    iterator = aiter(requests)
+    stop = asyncio.ensure_future(stopping.wait())
+    try:
+        while True:
+            if stopping.is_set():
+                raise ShuttingDownError("the server is shutting down")
+            following = asyncio.ensure_future(anext(iterator))
+            await asyncio.wait({following, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if not following.done():
+                following.cancel()
+                raise ShuttingDownError("the server is shutting down")
+            try:
+                request = following.result()
+            except StopAsyncIteration:
+                return
+            yield request
+    finally:
+        stop.cancel()

@@ -1,0 +1,370 @@
+"""``kingrec serve`` as people run it: a process on a free port, with a token, called by
+generic gRPC tools (health, reflection), by the kingrec commands, and stopped with SIGTERM
+while streams are open. Also TLS."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from kingrec.store import Store
+from kingrec.v1 import service_pb2 as svc
+from kingrec_cli.client import pick_match
+from kingrec_cli.publish import live_requests
+from kingrec_service import ServiceConfig, running_server
+from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+CLASSIC = SAMPLES / "valid" / "classic.krec"
+KINGREC = Path(sys.executable).parent / "kingrec"
+TOKEN = "s3cret-token"
+SERVICE = "kingrec.v1.KingrecService"
+
+
+class Served:
+    def __init__(self, process: subprocess.Popen[str], port: int, db: Path) -> None:
+        self.process = process
+        self.port = port
+        self.address = f"127.0.0.1:{port}"
+        self.db = db
+
+
+def start_server(db: Path, *options: str) -> Served:
+    """``kingrec serve`` on a free port over the store ``db``, once it takes calls."""
+    process = subprocess.Popen(
+        [str(KINGREC), "serve", "--port", "0", "--db", str(db), *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert "serving on 127.0.0.1:" in line, line + (process.stderr.read() if process.stderr else "")
+    return Served(process, int(line.split("127.0.0.1:")[1].split()[0]), db)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    db = tmp_path_factory.mktemp("served") / "kingrec.duckdb"
+    served = start_server(db, "--token", TOKEN, "--grace", "5")
+    try:
+        yield served
+    finally:
+        if served.process.poll() is None:
+            served.process.kill()
+            served.process.wait()
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(KINGREC), *args], capture_output=True, text=True, check=False, timeout=60
+    )
+
+
+def _code(error: grpc.RpcError) -> grpc.StatusCode:
+    assert isinstance(error, grpc.Call)
+    return error.code()
+
+
+def test_health_says_serving_and_reflection_lists_the_service(served: Served) -> None:
+    with grpc.insecure_channel(served.address) as channel:
+        health: Any = health_pb2_grpc.HealthStub(channel)  # the stubs type no methods
+        for name in ("", SERVICE):
+            answer = health.Check(health_pb2.HealthCheckRequest(service=name))
+            assert answer.status == health_pb2.HealthCheckResponse.SERVING
+        reflect: Any = reflection_pb2_grpc.ServerReflectionStub(channel)
+        requests = [
+            reflection_pb2.ServerReflectionRequest(list_services=""),
+            reflection_pb2.ServerReflectionRequest(file_containing_symbol=SERVICE),
+        ]
+        listed, files = list(reflect.ServerReflectionInfo(iter(requests)))
+    names = {s.name for s in listed.list_services_response.service}
+    assert {SERVICE, "grpc.health.v1.Health"} <= names
+    protos = files.file_descriptor_response.file_descriptor_proto
+    assert any(b"kingrec/v1/service.proto" in p for p in protos)
+
+
+def test_publish_needs_the_token_and_validate_does_not(served: Served) -> None:
+    with grpc.insecure_channel(served.address) as channel:
+        stub = KingrecServiceStub(channel)
+        start = svc.PublishRequest(resume="anything")
+        for metadata in [(), (("authorization", "Bearer wrong"),), (("authorization", TOKEN),)]:
+            with pytest.raises(grpc.RpcError) as caught:
+                stub.Publish(iter([start]), metadata=metadata)
+            assert _code(caught.value) == grpc.StatusCode.UNAUTHENTICATED
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.Publish(iter([start]), metadata=(("authorization", f"Bearer {TOKEN}"),))
+        assert _code(caught.value) == grpc.StatusCode.NOT_FOUND  # past the token
+        record = svc.Record(krec=CLASSIC.read_bytes()[28:])  # not the right length: undecodable
+        with pytest.raises(grpc.RpcError) as caught:
+            stub.Validate(svc.ValidateRequest(record=record))
+        assert _code(caught.value) == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_the_commands_publish_watch_and_replay_against_the_server(served: Served) -> None:
+    server = ["--server", served.address]
+    refused = _cli("publish", str(CLASSIC), "--fast", "--as", "cli-demo", *server)
+    assert refused.returncode == 2 and "token" in refused.stderr
+    published = _cli(
+        "publish", str(CLASSIC), "--fast", "--as", "cli-demo", "--token", TOKEN, *server
+    )
+    assert published.returncode == 0, published.stderr
+    assert "published match cli-demo: 1272 events, finished" in published.stdout
+    watched = _cli("watch", "cli-demo", *server)
+    assert watched.returncode == 0, watched.stderr
+    assert "Match cli-demo" in watched.stdout and "Match over: complete" in watched.stdout
+    replayed = _cli("replay", str(CLASSIC), "--fast", "--seat", "2", "--deal", "20", *server)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "Deal 20" in replayed.stdout and "Deal 19" not in replayed.stdout
+    missing = _cli("watch", "no-such-match", *server)
+    assert missing.returncode == 2 and "NOT_FOUND" in missing.stderr
+    unreachable = _cli("replay", str(CLASSIC), "--fast", "--server", "127.0.0.1:1")
+    assert unreachable.returncode == 2 and "cannot reach" in unreachable.stderr
+
+
+def test_the_commands_upload_and_query_against_the_server(served: Served) -> None:
+    server = ["--server", served.address]
+    invalid = str(SAMPLES / "invalid" / "must-follow-suit.krec")
+    refused = _cli("upload", str(CLASSIC), *server)
+    assert refused.returncode == 2 and "UNAUTHENTICATED" in refused.stderr
+    uploaded = _cli("upload", str(CLASSIC), invalid, "--token", TOKEN, *server)
+    assert uploaded.returncode == 1, uploaded.stderr  # an invalid record among them
+    assert "invalid-must-follow-suit: stored invalid (MUST_FOLLOW_SUIT" in uploaded.stdout
+    assert f"{CLASSIC}, frame 1, byte 12: classic-0: stored" in uploaded.stdout
+    assert "3 record(s)" in uploaded.stderr and "2 stored, 1 stored invalid" in uploaded.stderr
+    again = _cli("upload", str(CLASSIC), "--token", TOKEN, "--quiet", *server)
+    assert again.returncode == 0 and "2 duplicate(s)" in again.stderr and not again.stdout
+    sql = "SELECT match_id, valid FROM matches WHERE source <> 'live' ORDER BY match_key"
+    as_csv = _cli("query", sql, "--format", "csv", *server)
+    assert as_csv.returncode == 0, as_csv.stderr
+    assert as_csv.stdout.splitlines() == [
+        "match_id,valid", "classic-0,true", "classic-1,true", "invalid-must-follow-suit,false",
+    ]  # fmt: skip
+    as_json = _cli("query", sql, "--format", "json", "--max-rows", "1", *server)
+    assert as_json.stdout == '{"match_id": "classic-0", "valid": true}\n'
+    assert "cut at 1 row(s)" in as_json.stderr
+    table = _cli(
+        "query", "SELECT count(*) AS uploaded FROM matches WHERE source <> 'live'", *server
+    )
+    assert "uploaded" in table.stdout and "│ 3 " in table.stdout
+    hostile = _cli("query", f"SELECT * FROM read_csv('{CLASSIC}')", *server)
+    assert hostile.returncode == 2 and "PERMISSION_DENIED" in hostile.stderr
+    assert "Traceback" not in hostile.stderr
+    stored = _cli("replay", "classic-1", "--fast", *server)
+    assert stored.returncode == 0 and "Match classic-1" in stored.stdout
+    with grpc.insecure_channel(served.address) as channel:
+        stub = KingrecServiceStub(channel)
+        page = stub.ListMatches(svc.ListMatchesRequest(valid=False))
+        assert [m.match_id for m in page.matches] == ["invalid-must-follow-suit"]
+        got = stub.GetMatch(svc.GetMatchRequest(match_id="classic-1")).match
+        assert got == pick_match(str(CLASSIC), "classic-1", None)
+
+
+def test_sigterm_ends_streams_cleanly_stores_live_matches_and_exits(served: Served) -> None:
+    """Runs last in this module: it stops the server."""
+    outcome: dict[str, object] = {}
+    with grpc.insecure_channel(served.address) as channel:
+        stub = KingrecServiceStub(channel)
+        # bad input first: none of it may leave a traceback in the log
+        raw: grpc.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(
+            f"/{SERVICE}/Validate"
+        )
+        for junk in (b"\xff\x00\xff", b"x" * (5 << 20)):
+            with pytest.raises(grpc.RpcError):
+                raw(junk)
+        open_stream = threading.Event()
+
+        def publisher() -> Iterator[svc.PublishRequest]:
+            requests = live_requests(pick_match(str(CLASSIC), None, 1), svc.Pace(), "stopping")
+            yield from (next(requests) for _ in range(5))  # start, deal 1, three cards
+            open_stream.set()
+            time.sleep(30)  # the server stops long before
+
+        def publish() -> None:
+            try:
+                stub.Publish(publisher(), metadata=(("authorization", f"Bearer {TOKEN}"),))
+            except grpc.RpcError as exc:
+                outcome["publish"] = exc
+
+        def watch() -> None:
+            events = []
+            for response in stub.Watch(svc.WatchRequest(match_id="stopping")):
+                events += response.events
+            outcome["watch"] = events
+
+        def replay() -> None:
+            slow = svc.ReplayRequest(
+                record=svc.Record(krec=CLASSIC.read_bytes()[12 + 16 : 12 + 16 + _first_len()]),
+                pace=svc.Pace(fixed_delay_ms=50),
+            )
+            try:
+                for _ in stub.Replay(slow):
+                    pass
+            except grpc.RpcError as exc:
+                outcome["replay"] = exc
+
+        threads = [threading.Thread(target=publish)]
+        threads[0].start()
+        assert open_stream.wait(10)
+        time.sleep(0.3)
+        threads += [threading.Thread(target=watch), threading.Thread(target=replay)]
+        for t in threads[1:]:
+            t.start()
+        time.sleep(0.5)
+        served.process.send_signal(signal.SIGTERM)
+        stdout, stderr = served.process.communicate(timeout=20)
+        for t in threads:
+            t.join(10)
+    assert served.process.returncode == 0, stderr
+    assert "kingrec: stopped" in stdout
+    assert "Traceback" not in stderr and "Exception" not in stderr, stderr
+    watched = outcome["watch"]
+    assert isinstance(watched, list) and watched[-1].HasField("match_ended")
+    assert watched[-1].match_ended.status == 2  # MATCH_STATUS_ABANDONED
+    assert watched[-1].match_ended.reason == "the server shut down"
+    for name in ("publish", "replay"):
+        error = outcome[name]
+        assert isinstance(error, grpc.RpcError) and _code(error) == grpc.StatusCode.UNAVAILABLE
+    assert "replay again from start_deal=" in str(outcome["replay"].details())  # type: ignore[attr-defined]
+    with Store.open(str(served.db), read_only=True) as store:  # the server let go of it
+        rows = store.con.execute(
+            "SELECT CAST(status AS VARCHAR), deals FROM matches WHERE match_id = 'stopping'"
+        ).fetchall()
+    assert rows == [("ABANDONED", 1)]
+
+
+def _first_len() -> int:
+    """The payload length of the first frame of classic.krec."""
+    header = CLASSIC.read_bytes()[12:28]
+    return int.from_bytes(header[4:8], "little")
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, bytes]:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed: no certificate to test TLS with")
+    folder = tmp_path_factory.mktemp("tls")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+         "-keyout", str(folder / "key.pem"), "-out", str(folder / "cert.pem")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return (folder / "cert.pem").read_bytes(), (folder / "key.pem").read_bytes()
+
+
+def test_tls_serves_clients_that_trust_the_certificate_only(
+    certificate: tuple[bytes, bytes],
+) -> None:
+    cert, key = certificate
+    payload = CLASSIC.read_bytes()[28 : 28 + _first_len()]
+    request = svc.ValidateRequest(record=svc.Record(krec=payload))
+    with running_server(ServiceConfig(tls_cert=cert, tls_key=key)) as (_, port):
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert)
+        with grpc.secure_channel(f"localhost:{port}", credentials) as channel:
+            assert KingrecServiceStub(channel).Validate(request).report.valid
+        with grpc.insecure_channel(f"localhost:{port}") as channel:
+            with pytest.raises(grpc.RpcError) as caught:
+                KingrecServiceStub(channel).Validate(request, timeout=5)
+            assert _code(caught.value) == grpc.StatusCode.UNAVAILABLE
+
+
+# -- uploads cut off midway ------------------------------------------------------------------
+
+# A client that sends a file's records 40 to a message, slowly, and prints each answer as it
+# comes: the test kills it (or the server) once some are acknowledged.
+SLOW_CLIENT = """
+import sys, time, grpc
+from kingrec.records import open_records
+from kingrec.v1 import service_pb2 as svc
+from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
+
+address, path = sys.argv[1:3]
+with open_records(path) as records:
+    payloads = [p for run in records.raw_frame_runs() for p in run.payloads]
+
+def requests():
+    for i in range(0, len(payloads), 40):
+        yield svc.UploadRequest(records=[svc.Record(krec=p) for p in payloads[i : i + 40]])
+        time.sleep(0.15)
+
+stub = KingrecServiceStub(grpc.insecure_channel(address))
+for answer in stub.Upload(requests()):
+    print(len(answer.verdicts), flush=True)
+"""
+MATCHES = 480  # 12 messages
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("many") / "many.krec"
+    made = _cli("simulate", "--preset", "short", "--matches", str(MATCHES), "-o", str(path))
+    assert made.returncode == 0, made.stderr
+    return path
+
+
+def _acknowledged(client: subprocess.Popen[str], messages: int) -> int:
+    """Read the client's answers until ``messages`` came; the records they acknowledged."""
+    assert client.stdout is not None
+    return sum(int(client.stdout.readline()) for _ in range(messages))
+
+
+def _check_whole(db: Path) -> int:
+    """The store holds whole records only, each once; how many."""
+    with Store.open(str(db), read_only=True) as store:
+        [(matches, distinct, records, torn)] = store.con.execute(
+            "SELECT count(*), count(DISTINCT content_hash), (SELECT count(*) FROM records), "
+            "count(*) FILTER (WHERE deals <> (SELECT count(*) FROM deals d "
+            "WHERE d.match_key = m.match_key)) FROM matches m"
+        ).fetchall()
+    assert matches == distinct == records and torn == 0
+    return int(matches)
+
+
+@pytest.mark.parametrize("killed", ["client", "server"])
+def test_an_upload_killed_midway_then_sent_again_loses_nothing_and_stores_nothing_twice(
+    tmp_path: Path, many: Path, killed: str
+) -> None:
+    db = tmp_path / "cut.duckdb"
+    served = start_server(db)
+    client = subprocess.Popen(
+        [sys.executable, "-c", SLOW_CLIENT, served.address, str(many)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        acknowledged = _acknowledged(client, 3)
+        (client if killed == "client" else served.process).kill()
+        client.communicate(timeout=20)
+    finally:
+        for process in (client, served.process):  # the server too, to read the file
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
+    stored = _check_whole(db)  # what a kill -9 left: whole transactions, every record once
+    assert acknowledged == 120 and acknowledged <= stored < MATCHES
+    served = start_server(db)
+    try:
+        again = _cli("upload", str(many), "--quiet", "--server", served.address)
+        served.process.send_signal(signal.SIGTERM)
+        served.process.communicate(timeout=30)
+    finally:
+        if served.process.poll() is None:
+            served.process.kill()
+            served.process.communicate()
+    assert again.returncode == 0, again.stderr
+    assert f"{MATCHES - stored} stored, 0 stored invalid, {stored} duplicate(s)" in again.stderr
+    assert _check_whole(db) == MATCHES
