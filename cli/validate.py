@@ -58,9 +58,13 @@ def _reports(
     records: RecordFile, progress: Progress, show_all: bool, seen: set[int]
 ) -> Iterator[MatchReport | Damage | CleanMatches]:
     task = progress.add_task(records.name, total=records.size)
+    shown = 0
     for item in validate_records(records, count_clean=not show_all, seen=seen):
         yield item
-        progress.update(task, completed=records.bytes_read)
+        # Only when more was read (a MiB at a time): a hostile MiB can hold 65,536 items.
+        if records.bytes_read != shown:
+            shown = records.bytes_read
+            progress.update(task, completed=shown)
     progress.remove_task(task)
 
 

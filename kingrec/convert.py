@@ -3,6 +3,8 @@
 Records stream through in constant memory; the output file appears only when complete
 (``kingrec.safefile``). A damaged input is refused (``DamagedFileError``, nothing written)
 unless ``skip_damaged``, when its readable records are converted and the damage is reported.
+A record over one of the bounds of ``kingrec.limits`` counts as damage (LIMIT_EXCEEDED):
+kingrec does not judge it, and its other form may be one kingrec cannot read back.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import IO, Literal
 from . import jsonl
 from .container import KrecWriter
 from .errors import DamagedFileError
+from .limits import check_match_limits
 from .records import Damage, RecordFile, open_records
 from .safefile import atomic_output
 from .v1 import record_pb2 as pb
@@ -43,6 +46,15 @@ def _matches(
     on_damage: Callable[[Damage], object] | None,
 ) -> Iterator[pb.Match]:
     for item in records:
+        if not isinstance(item, Damage):
+            problem = check_match_limits(item.match)
+            if problem is not None:  # its other form may not be readable: a JSON line of
+                # a million plays is over MAX_JSON_LINE_BYTES, though its frame was not
+                item = Damage(
+                    item.location,
+                    "LIMIT_EXCEEDED",
+                    f"the record is over one of kingrec's bounds: {problem}; it is not converted",
+                )
         if isinstance(item, Damage):
             summary.damage.append(item)
             if on_damage is not None:

@@ -256,23 +256,29 @@ def validate_runs(
         clean, deals, dirty, keys = checker.check_run(payloads)
         judged = set(dirty)
         clean_indices = (i for i in range(len(payloads)) if i not in judged)
+        repeats: dict[int, MatchReport | Damage] = {}  # clean ones seen before, judged now
         for i, key in zip(clean_indices, memoryview(keys).cast("Q"), strict=True):
-            if key in seen:
-                judged.add(i)  # a repeat: reported one by one, with its warning
+            if key in seen:  # a repeat: reported one by one, with its warning
+                location = Location(name, first + i, offsets[i])
+                report = judge_payload(payloads[i], location, engine)
+                report = note_duplicate(report, key_of(payloads[i]), seen)
+                if isinstance(report, MatchReport):
+                    clean, deals = clean - 1, deals - report.deals
+                repeats[i] = report
             else:
                 seen.add(key)
-        reports = []
-        for i in sorted(judged):
-            location = Location(name, first + i, offsets[i])
-            report = note_duplicate(
-                judge_payload(payloads[i], location, engine), key_of(payloads[i]), seen
-            )
-            if i not in dirty and isinstance(report, MatchReport):
-                clean, deals = clean - 1, deals - report.deals
-            reports.append(report)
         if clean:
             yield CleanMatches(clean, deals)
-        yield from reports
+        # The other reports one at a time, in file order: a run of a MiB can hold 65,536
+        # empty frames, and their reports together would be a hundred megabytes.
+        for i in sorted((*dirty, *repeats)):
+            if i in repeats:
+                yield repeats.pop(i)
+                continue
+            location = Location(name, first + i, offsets[i])
+            yield note_duplicate(
+                judge_payload(payloads[i], location, engine), key_of(payloads[i]), seen
+            )
 
 
 def _frames(

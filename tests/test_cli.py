@@ -381,3 +381,62 @@ def test_json_lines_hold_no_raw_line_separators(tmp_path: Path) -> None:
     lines = text.splitlines()
     assert [json.loads(line)["type"] for line in lines] == ["match", "summary"]
     assert json.loads(lines[0])["match_id"] == "a\u2028b\u2029c\x85d"
+
+
+# Reads JSON Lines on standard input the two ways a JavaScript program does: split at what
+# JavaScript counts as a line end (\n, \r, U+2028, U+2029: a regular expression's ``$``) and
+# with Node's readline; prints what each line held.
+_JS_READER = r"""
+const readline = require("node:readline");
+let text = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (chunk) => { text += chunk; });
+process.stdin.on("end", () => {
+  const split = text.match(/^.*$/gm).filter((line) => line.length > 0).map((l) => JSON.parse(l));
+  const byReadline = [];
+  const rl = readline.createInterface({ input: require("node:stream").Readable.from([text]) });
+  rl.on("line", (line) => { if (line) byReadline.push(JSON.parse(line)); });
+  rl.on("close", () => {
+    const seen = (objs) => objs.map((o) => [o.type, o.match_id ?? null, o.file ?? null]);
+    process.stdout.write(JSON.stringify([seen(split), seen(byReadline)]));
+  });
+});
+"""
+
+
+def test_a_javascript_reader_reads_one_report_per_json_line(tmp_path: Path) -> None:
+    import shutil
+
+    from kingrec.container import FrameDamage, KrecWriter, read_frames
+    from kingrec.v1 import record_pb2 as pb
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    sample = SAMPLES / "invalid" / "must-ruff.krec"
+    first = next(iter(read_frames(sample)))
+    assert not isinstance(first, FrameDamage)
+    match = pb.Match.FromString(first.payload)
+    match.match_id = "a\u2028b\u2029c\x85d"
+    match.players[2].name = "Ay\u2029şe\x85"
+    folder = tmp_path / "line\u2028separated"
+    folder.mkdir()
+    path = folder / "p\u2029q\x85.krec"
+    with KrecWriter.open(path) as writer:
+        writer.write_match(match)
+        writer.write_match(pb.Match(match_id="\u2028"))
+    result = run("validate", "--json", str(path))
+    assert result.returncode == 1, result.stderr
+    text = result.stdout.decode("utf-8")
+    lines = text.splitlines()
+    assert len(lines) == 3 and text.count("\n") == 3
+    read = subprocess.run(
+        [node, "-e", _JS_READER], input=result.stdout, capture_output=True, timeout=60, check=True
+    )
+    expected = [
+        ["match", "a\u2028b\u2029c\x85d", str(path)],
+        ["match", "\u2028", str(path)],
+        ["summary", None, None],
+    ]
+    assert json.loads(read.stdout) == [expected, expected]
+    assert [json.loads(line)["type"] for line in lines] == ["match", "match", "summary"]

@@ -12,56 +12,40 @@ Hypothesis draws the cases (derandomized, so CI sees the same ones every run);
 
 from __future__ import annotations
 
+import json
 import random
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 
 import pytest
 from corpus.hostile import (
+    KINDS,
     LEN,
     SGROUP,
+    Case,
     append_inside,
     fld,
     frame,
     groups,
     key,
     krec_file,
+    make_case,
     varint,
 )
-from corpus.judge import judge_file, validate_problems
+from corpus.judge import (
+    CASE_SECONDS,
+    cli_problems,
+    judge_file,
+    run_cli,
+    time_bound,
+    validate_problems,
+)
 
+from kingrec.jsonl import dumps_match
 from kingrec.limits import MAX_FRAME_BYTES
 from kingrec.rules import preset
 from kingrec.simulate import simulate_match
 from kingrec.v1 import record_pb2 as pb
-
-# Seconds one case may take, at most, on a loaded 2-core CI machine: a hang guard (most take
-# a few milliseconds; the slowest, a frame of a million plays, well under a second).
-CASE_SECONDS = 20.0
-
-
-class CaseTimeout(BaseException):  # not an Exception: no handler in kingrec may swallow it
-    pass
-
-
-@contextmanager
-def time_bound(seconds: float = CASE_SECONDS) -> Iterator[None]:
-    """Fail a case that runs longer than ``seconds`` instead of hanging the suite."""
-
-    def expire(signum: int, frame: FrameType | None) -> None:
-        raise CaseTimeout(f"the case took more than {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def judged(
@@ -94,6 +78,77 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _played() -> pb.Match:
     return simulate_match(preset("short"), 11)
+
+
+def _with(edit: str) -> bytes:
+    m = _played()
+    deal = m.deals[2]
+    if edit == "card-52":
+        deal.plays = deal.plays[:5] + b"\x34" + deal.plays[6:]
+    elif edit == "card-255-in-hands":
+        deal.hands = b"\xff" + deal.hands[1:]
+    elif edit == "hands-51":
+        deal.hands = deal.hands[:51]
+    elif edit == "hands-53":
+        deal.hands = deal.hands + b"\x00"
+    elif edit == "hands-104":
+        deal.hands = deal.hands * 2
+    elif edit == "million-plays":
+        deal.plays = b"\x00" * 10**6
+    elif edit == "million-bad-plays":
+        deal.plays = b"\xff" * 10**6
+    elif edit == "contract-99":
+        deal.contract = 99  # type: ignore[assignment]
+    elif edit == "contract-negative":
+        deal.contract = -5  # type: ignore[assignment]
+    elif edit == "trump-7":
+        deal.trump = 7  # type: ignore[assignment]
+    elif edit == "end-1000":
+        deal.end = 1000  # type: ignore[assignment]
+    elif edit == "status-max":
+        m.status = 2**31 - 1  # type: ignore[assignment]
+    elif edit == "declarer-max":
+        deal.declarer = 2**32 - 1
+    elif edit == "seat-max":
+        m.players[2].seat = 2**32 - 1
+    elif edit == "deal-count-max":
+        m.ruleset.deal_count = 2**32 - 1
+    elif edit == "revoke-play-max":
+        deal.revoke_play = 2**32 - 1
+    elif edit == "scoring-extremes":
+        m.ruleset.scoring.koz_trick = 2**31 - 1
+        m.ruleset.scoring.rifki_king = -(2**31)
+    elif edit == "timestamp-extremes":
+        m.metadata.start_time.seconds = 2**63 - 1
+        m.metadata.start_time.nanos = -1
+    elif edit == "200000-empty-deals":
+        del m.deals[:]
+        for _ in range(200_000):
+            m.deals.add()
+    return m.SerializeToString()
+
+
+_EDITS = [
+    "card-52",
+    "card-255-in-hands",
+    "hands-51",
+    "hands-53",
+    "hands-104",
+    "million-plays",
+    "million-bad-plays",
+    "contract-99",
+    "contract-negative",
+    "trump-7",
+    "end-1000",
+    "status-max",
+    "declarer-max",
+    "seat-max",
+    "deal-count-max",
+    "revoke-play-max",
+    "scoring-extremes",
+    "timestamp-extremes",
+    "200000-empty-deals",
+]
 
 
 def _wire_cases() -> dict[str, bytes]:
@@ -134,6 +189,13 @@ def _wire_cases() -> dict[str, bytes]:
 _WIRE = _wire_cases()
 
 
+@pytest.mark.parametrize("edit", _EDITS)
+def test_a_sound_frame_around_a_hostile_record(edit: str, folder: Path) -> None:
+    data = krec_file([_played().SerializeToString(), _with(edit)])
+    thorough = edit != "200000-empty-deals"  # reading it four times over takes seconds
+    assert not judged(data, ".krec", folder, thorough=thorough)
+
+
 @pytest.mark.parametrize("name", sorted(_WIRE))
 def test_a_sound_frame_around_hostile_wire_bytes(name: str, folder: Path) -> None:
     payload = _WIRE[name]
@@ -147,3 +209,85 @@ def test_frames_claiming_more_than_the_bound_or_the_file(folder: Path) -> None:
     claims = [MAX_FRAME_BYTES, MAX_FRAME_BYTES + 1, 2**32 - 1, len(real) + 1, 0]
     data = krec_file([real]) + b"".join(frame(real, length=c) for c in claims) + frame(real)
     assert not judged(data, ".krec", folder, thorough=True)
+
+
+# -- generated cases of every kind ---------------------------------------------------------------
+
+# Case i of a kind is make_case(random.Random(f"{SEED}:{i}"), kind):
+# ``python bench/fuzz.py --seed 2026 --kind KIND --case I`` judges it alone, thoroughly.
+SEED = 2026
+JUDGED = 30  # per kind, judged as the quick judge does (validate, read, replay, convert)
+VALIDATED = 50  # per kind, more, only validated on both twins
+
+
+def _case(kind: str, index: int) -> Case:
+    return make_case(random.Random(f"{SEED}:{index}"), kind)
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_generated_cases_are_handled_as_documented(kind: str, folder: Path) -> None:
+    failed = {}
+    for index in range(JUDGED + VALIDATED):
+        case = _case(kind, index)
+        problems = judged(case.data, case.suffix, folder, light=index >= JUDGED)
+        if problems:
+            failed[index] = problems
+    assert not failed, f"bench/fuzz.py --seed {SEED} --kind {kind} --case I, I in: {failed}"
+
+
+def _small_match() -> pb.Match:
+    return simulate_match(preset("short"), 3, abandon_after=1)
+
+
+@pytest.mark.parametrize("suffix", [".krec", ".jsonl"])
+def test_a_file_cut_at_every_offset(suffix: str, folder: Path) -> None:
+    match = _small_match()
+    if suffix == ".krec":  # two records: every cut of the second follows a sound one
+        data = krec_file([match.SerializeToString()] * 2)
+    else:
+        data = (dumps_match(match) + "\n").encode()
+    failed = {}
+    for cut in range(len(data) + 1):
+        problems = judged(data[:cut], suffix, folder, light=True)
+        if problems:
+            failed[cut] = problems
+    assert not failed, failed
+
+
+def test_one_bit_flipped_anywhere_in_a_small_krec(folder: Path) -> None:
+    data = krec_file([_small_match().SerializeToString()])
+    failed = {}
+    for at in range(len(data)):
+        flipped = bytearray(data)
+        flipped[at] ^= 1 << (at % 8)
+        problems = judged(bytes(flipped), ".krec", folder, light=True)
+        if problems:
+            failed[at] = problems
+    assert not failed, failed
+
+
+def test_a_case_of_every_kind_through_the_cli_on_both_twins(tmp_path: Path) -> None:
+    """What a user meets: ``kingrec validate --json`` over a folder of hostile files (the same
+    report from both twins) and ``kingrec show --hands`` on some; never exit 3 or a trace."""
+    files = []
+    for kind in sorted(KINDS):
+        case = _case(kind, JUDGED + VALIDATED)  # one the other tests did not see
+        files.append(tmp_path / f"{kind}{case.suffix}")
+        files[-1].write_bytes(case.data)
+    problems = []
+    outputs = []
+    for pure in (False, True):
+        args = ["validate", "--json", str(tmp_path)]
+        status, out, err = run_cli(args, pure=pure)
+        problems += cli_problems(args, status, err)
+        outputs.append((status, out))
+    if outputs[0] != outputs[1]:
+        problems.append("kingrec validate --json: the twins differ")
+    summary = json.loads(outputs[0][1].splitlines()[-1])
+    if (summary["type"], summary["files"]) != ("summary", len(files)):
+        problems.append(f"validate's summary: {summary}")
+    for path in files[::3]:  # a start costs a second on the test machine
+        args = ["show", str(path), "--hands"]
+        status, _, err = run_cli(args)
+        problems += cli_problems(args, status, err)
+    assert not problems, problems

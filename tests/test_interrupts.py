@@ -10,6 +10,7 @@ process outlives its run by more than a second, whatever stopped it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -267,3 +268,82 @@ def test_a_signal_while_a_module_is_compiled_still_stops_the_run(handler: str) -
         assert (result.returncode, result.stdout) == (0, b"the signal was lost\n")
     else:
         assert (result.returncode, result.stdout) == (128 + signal.SIGALRM, b"")
+
+
+# -- durability: every output is synced before its name appears ---------------------------------
+
+# Runs ``kingrec ARGS`` with os.fsync, os.replace and os.rename logged (JSON lines to the file
+# named by KINGREC_SYNC_LOG): each fsync with the inode it synced and whether it is a
+# directory, each rename with the inode it moved and where to.
+_SYNC_LOGGER = """
+import json, os, stat, sys
+
+log = open(os.environ["KINGREC_SYNC_LOG"], "a")
+
+def note(**event):
+    log.write(json.dumps(event) + "\\n")
+    log.flush()
+
+def wrap(name):
+    real = getattr(os, name)
+    def logged(*args, **kwargs):
+        if name == "fsync":
+            info = os.fstat(args[0])
+            note(call=name, inode=info.st_ino, directory=stat.S_ISDIR(info.st_mode))
+        else:
+            note(call=name, inode=os.stat(args[0]).st_ino, to=os.path.abspath(args[1]))
+        return real(*args, **kwargs)
+    setattr(os, name, logged)
+
+for name in ("fsync", "replace", "rename"):
+    wrap(name)
+sys.argv = ["kingrec", *sys.argv[1:]]
+from kingrec_cli.main import run
+run()
+"""
+
+WRITES = {
+    "convert-to-jsonl": ["convert", "{small}", "out.jsonl"],
+    "convert-to-krec": ["convert", "{small_jsonl}", "out.krec"],
+    "simulate-krec": ["simulate", "--matches", "3", "--jobs", "2", "-o", "out.krec"],
+    "simulate-jsonl": ["simulate", "--matches", "3", "-o", "out.jsonl"],
+}
+
+
+@pytest.mark.parametrize("write", sorted(WRITES))
+def test_every_output_is_synced_before_it_gets_its_name(
+    write: str, inputs: dict[str, Path], tmp_path: Path
+) -> None:
+    """After a power loss the target is the old file or the whole new one: the new file's
+    data reach the disk before the rename, and the rename before the command ends."""
+    small_jsonl = tmp_path / "small.jsonl"
+    _run("convert", str(inputs["small"]), str(small_jsonl))
+    work = tmp_path / "work"
+    work.mkdir()
+    log = tmp_path / "sync.log"
+    args = [a.format(small=inputs["small"], small_jsonl=small_jsonl) for a in WRITES[write]]
+    result = subprocess.run(
+        [sys.executable, "-c", _SYNC_LOGGER, *args],
+        cwd=work,
+        env={**os.environ, "KINGREC_SYNC_LOG": str(log)},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    target = work / args[-1]
+    inode = target.stat().st_ino
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    moves = [i for i, e in enumerate(events) if e["call"] != "fsync" and e["to"] == str(target)]
+    assert len(moves) == 1 and events[moves[0]]["inode"] == inode, events
+    before, after = events[: moves[0]], events[moves[0] + 1 :]
+    assert {"call": "fsync", "inode": inode, "directory": False} in before, events
+    folder = work.stat().st_ino
+    assert {"call": "fsync", "inode": folder, "directory": True} in after, events
+
+
+def test_the_readme_names_the_file_a_killed_run_may_leave() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    documented = ".OUT.kingrec-PID.tmp"
+    assert f"`{documented}`" in readme
+    assert Path(temporary_name("OUT", pid=4242)).name == documented.replace("PID", "4242")

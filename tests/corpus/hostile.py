@@ -51,13 +51,16 @@ __all__ = [
     "Case",
     "append_inside",
     "base_payloads",
+    "empty_deals",
     "fld",
     "frame",
     "groups",
     "key",
     "krec_file",
     "make_case",
+    "resync_bomb",
     "varint",
+    "write_long_json_line",
 ]
 
 
@@ -718,12 +721,40 @@ def _framed_hostile(rng: random.Random) -> bytes:
     return krec_file([p for p in payloads if len(p) <= MAX_FRAME_BYTES])
 
 
-def _resync_bomb(size: int) -> bytes:
+def resync_bomb(size: int, *, cap: int | None = MAX_FRAME_BYTES) -> bytes:
+    """A file of ``size`` bytes: a sound frame header every 16 bytes, each claiming the rest
+    of the file (at most ``cap`` bytes: a claim the reader cannot refuse on its face)."""
     out = bytearray(krec_file([]))
     while len(out) + 16 <= size:
         remaining = size - len(out) - 16
-        out += frame(b"", length=min(remaining, MAX_FRAME_BYTES))[:16]
+        out += frame(b"", length=remaining if cap is None else min(remaining, cap))[:16]
     return bytes(out.ljust(size, b"\0"))
+
+
+def empty_deals(count: int) -> bytes:
+    """A .krec of one sound frame: a real match (players, ruleset) whose deals are replaced by
+    ``count`` empty ones, 2 bytes each (the amplification of issue 10: every deal became a
+    Python object, was checked and got its findings)."""
+    m = simulate_match(preset("classic"), 1)
+    del m.deals[:]
+    m.match_id = "amplified"
+    return krec_file([m.SerializeToString() + fld(8, LEN) * count])
+
+
+def write_long_json_line(path: str, size: int, *, after: int = 1) -> None:
+    """Write a JSON Lines file whose first record is one line of ``size`` bytes (a match id
+    of ``size - 18`` letters), then ``after`` small sound records; written in pieces."""
+    head, tail = b'{"match_id": "', b'"}\n'
+    letters = size - len(head) - len(tail) + 1
+    piece = b"a" * (1 << 20)
+    with open(path, "wb") as out:
+        out.write(head)
+        while letters > 0:
+            out.write(piece[:letters])
+            letters -= len(piece)
+        out.write(tail)
+        for i in range(after):
+            out.write(b'{"match_id": "after-%d"}\n' % i)
 
 
 def _container_oddities(rng: random.Random) -> bytes:
@@ -733,7 +764,7 @@ def _container_oddities(rng: random.Random) -> bytes:
         version, flags = rng.choice([(0, 0), (2, 0), (1, 1), (65535, 65535), (1, 0x8000)])
         return MAGIC + struct.pack("<HH", version, flags) + b"".join(frame(p) for p in real)
     if what == 1:  # a resync bomb
-        return _resync_bomb(rng.choice([64, 1000, 4096, 20_000]))
+        return resync_bomb(rng.choice([64, 1000, 4096, 20_000]))
     if what == 2:  # frame markers everywhere, never a sound header
         pattern = b"KRF1\x00KRF1\x07\x07KRF1\xff\xfe\xfdKRF1KRF1"
         return krec_file([]) + pattern * rng.randint(1, 500)

@@ -23,10 +23,12 @@ import contextlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from kingrec import _twins
@@ -42,12 +44,15 @@ from kingrec.replay import replay_match
 from kingrec.validation import validate_file
 
 __all__ = [
+    "CASE_SECONDS",
     "DAMAGE_CODES",
     "KINGREC",
     "TWINS",
+    "CaseTimeout",
     "cli_problems",
     "judge_file",
     "run_cli",
+    "time_bound",
     "twins_of",
     "validate_problems",
 ]
@@ -56,6 +61,31 @@ DAMAGE_CODES = frozenset(
     {"FRAME_CORRUPT", "FRAME_TRUNCATED", "FRAME_UNDECODABLE", "JSON_INVALID", "LIMIT_EXCEEDED"}
 )
 KINGREC = str(Path(sys.executable).parent / "kingrec")
+
+
+# Seconds one case may take, at most, on a loaded 2-core CI machine: a hang guard (most take
+# a few milliseconds; the slowest, a frame of a million plays, well under a second).
+CASE_SECONDS = 20.0
+
+
+class CaseTimeout(BaseException):  # not an Exception: no handler in kingrec may swallow it
+    pass
+
+
+@contextlib.contextmanager
+def time_bound(seconds: float = CASE_SECONDS) -> Iterator[None]:
+    """Fail a case that runs longer than ``seconds`` instead of hanging (main thread only)."""
+
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise CaseTimeout(f"the case took more than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _all_twins() -> list[_twins.Twins]:
