@@ -35,6 +35,9 @@ COMMANDS = {
     "show": "kingrec_cli.show",
     "convert": "kingrec_cli.convert",
     "simulate": "kingrec_cli.simulate",
+    "ingest": "kingrec_cli.ingest",
+    "query": "kingrec_cli.query",
+    "stats": "kingrec_cli.stats",
 }
 
 COMPLETION = """Shell completion (bash; zsh_source and fish_source for the others):
@@ -139,6 +142,8 @@ class _KingrecGroup(click.Group):
             ("kingrec show games.krec --index 2 --deal 5", "deal 5 of the file's 2nd record"),
             ("kingrec convert games.krec games.jsonl", ".krec to JSON Lines"),
             ("kingrec simulate --matches 100 -o sim.krec", "100 matches played by bots"),
+            ("kingrec ingest matches/", "store every record in kingrec.duckdb"),
+            ("kingrec stats rifki-end", "a ready answer from the store"),
         ],
         tuple(EXIT_STATUSES),
         COMPLETION,

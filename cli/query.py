@@ -1,0 +1,111 @@
+"""``kingrec query``: one read-only SQL statement over the store, as a table, CSV or JSON."""
+
+from __future__ import annotations
+
+import click
+
+from kingrec.store import Store
+from kingrec.store.db import default_path
+
+from .errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    user_errors,
+)
+from .helptext import Command, epilog
+from .streams import is_terminal
+from .tabular import FORMATS, Format, write_rows
+from .terminal import Terminal
+
+__all__ = ["default_format", "query"]
+
+EXAMPLES = [
+    (
+        'kingrec query "SELECT contract, count(*) FROM deals GROUP BY ALL"',
+        "a table on a terminal",
+    ),
+    ('kingrec query -f csv "SELECT * FROM matches WHERE NOT valid" > bad.csv', "CSV"),
+    ('kingrec query -f json "SELECT * FROM findings" | jq .code', "a JSON object per row"),
+    ('kingrec query --db club.duckdb "SELECT count(*) FROM plays"', "another store"),
+]
+
+TABLE_ROWS = 1_000  # a table is read by a person and laid out in memory
+OTHER_ROWS = 100_000
+
+
+def default_format(term: Terminal) -> Format:
+    """A table for a person at a terminal, CSV for a program reading a pipe or a file."""
+    return "table" if is_terminal(term.stdout) else "csv"
+
+
+@click.command(
+    cls=Command,
+    epilog=epilog(
+        EXAMPLES,
+        (
+            (EXIT_OK, "the rows written (the first --max-rows when there were more)"),
+            (
+                EXIT_UNREADABLE,
+                "the SQL refused or wrong, past --timeout, the store missing or "
+                "unusable, or bad usage",
+            ),
+            EXIT_INTERNAL,
+            EXIT_INTERRUPTED,
+            EXIT_CLOSED_PIPE,
+        ),
+    ),
+)
+@click.argument("sql")
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The store (default: $KINGREC_DB, else kingrec.duckdb).",
+)
+@click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="table, csv (a header line, then a line per row) or json (one JSON object per row). "
+    "Default: table on a terminal, csv otherwise.",
+)
+@click.option(
+    "--max-rows",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"Write at most this many rows (default: {TABLE_ROWS:,} as a table, {OTHER_ROWS:,} "
+    "as csv or json); a note on standard error says when rows were left out.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Stop the query after this many seconds.",
+)
+def query(
+    sql: str, db: str | None, fmt: Format | None, max_rows: int | None, timeout: float
+) -> None:
+    """Run one read-only SQL statement (a SELECT) over the store and write its rows.
+
+    The store is opened read-only, and SQL can reach nothing but the store: no files, no
+    network, no extensions, no settings, one statement (SELECT, WITH ... SELECT, VALUES,
+    FROM ...). The tables are matches, players, deals, tricks, plays, findings, damage and
+    cards, documented in docs/STORE.md and in the file itself (SELECT table_name,
+    column_name, comment FROM duckdb_columns()). The macro card_name(card) names a card
+    code (QS). `kingrec stats --sql NAME` prints ready queries to start from.
+    """
+    term = Terminal()
+    fmt = fmt or default_format(term)
+    limit = max_rows or (TABLE_ROWS if fmt == "table" else OTHER_ROWS)
+    with user_errors(), Store.open(db or default_path(), read_only=True) as store:
+        result = store.query(sql, max_rows=limit, timeout_s=timeout)
+        names = [name for name, _ in result.columns]
+        count = write_rows(term, fmt, names, result.batches())
+    if result.truncated:
+        term.note(f"showing the first {count} row(s); --max-rows for more")
