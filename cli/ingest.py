@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from types import FrameType
+from typing import Any, NoReturn
 
 import click
 from rich.markup import escape
@@ -27,6 +32,7 @@ from .errors import (
 )
 from .helptext import Command, epilog
 from .lines import damage_line
+from .main import Terminated
 from .places import damage_sentence, place
 from .terminal import Terminal
 
@@ -56,6 +62,43 @@ class Run:
             setattr(total, name, getattr(total, name) + getattr(part, name))
         total.deals += part.deals
         total.seconds += part.seconds
+
+
+class Stops:
+    """Ctrl-C and SIGTERM while storing. The first asks to stop once the batch in hand is
+    handed to the store: raised inside a DuckDB statement, the interrupt would come back as
+    DuckDB's own error instead. A second one stops at once (a producer that never ends)."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def _asked(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is not None:
+            self._raise(signum)
+        self.signum = signum
+
+    def check(self) -> None:
+        """Stop here if asked to: between batches, where the store holds whole ones."""
+        if self.signum is not None:
+            self._raise(self.signum)
+
+    @staticmethod
+    def _raise(signum: int) -> NoReturn:
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Terminated(128 + signum)
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        before = {s: signal.signal(s, self._asked) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for number, handler in before.items():
+                signal.signal(number, handler)
 
 
 @click.command(
@@ -128,8 +171,9 @@ def ingest(
     where = db or default_path()
     run = Run()
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
+    stops = Stops()
     try:
-        with user_errors(), Store.open(where) as store:
+        with stops.installed(), user_errors(), Store.open(where) as store:
             with term.progress(
                 *columns, TimeRemainingColumn(), show=term.wants_bar(progress)
             ) as bar:
@@ -141,6 +185,7 @@ def ingest(
 
                     def advance(done: int, task: Any = task) -> None:
                         bar.update(task, completed=done)
+                        stops.check()
 
                     part = IngestSummary()
                     try:
@@ -149,13 +194,16 @@ def ingest(
                                 path, progress=advance, summary=part, batch_matches=batch
                             )
                     except Failed as exc:
+                        part.files = 0  # counted with the unreadable ones instead
                         _unreadable(term, run, as_json, path, exc.code, exc.format_message())
                         continue
                     finally:  # counted also when interrupted: what was committed
                         run.add(part)
                         bar.remove_task(task)
                     _list(term, run, part, as_json)
+                    stops.check()
             held = (store.count("matches"), store.count("deals"))
+            stops.check()
     except KeyboardInterrupt:
         done = run.summary.stored + run.summary.stored_invalid
         term.note(
