@@ -209,7 +209,7 @@ def test_a_store_from_a_newer_kingrec_or_no_store_at_all_is_refused(tmp_path: Pa
     assert result.returncode == 2 and "no store there (run kingrec ingest first)" in result.stderr
 
 
-# -- interrupted ingests ----------------------------------------------------------------------------
+# -- interrupted ingests ---------------------------------------------------------------------------
 
 
 def _stop_midway(db: Path, big: Path, how: signal.Signals) -> tuple[int, str]:
@@ -250,8 +250,7 @@ def test_kill_9_midway_then_a_rerun_gives_the_counts_of_a_clean_ingest(
     rerun = run("ingest", "--batch", "20", "--db", str(db), str(big))
     assert rerun.returncode == 0
     assert rerun.stdout.startswith(
-        f"stored {400 - stored} record(s) ({400 - stored} valid, 0 invalid), "
-        f"{stored} duplicate(s)"
+        f"stored {400 - stored} record(s) ({400 - stored} valid, 0 invalid), {stored} duplicate(s)"
     )
     assert _tables(db) == _tables(clean)
     assert _count(db, "SELECT count(DISTINCT content_hash) FROM matches") == 400
@@ -406,9 +405,10 @@ def test_stats_draws_bars_on_a_terminal(store: Path) -> None:
     longest = max(range(len(rows)), key=lambda i: abs(advantage[i]))
     assert set(bars[longest]) == {"█"} and len(bars[longest]) == 24  # the longest bar is full
     assert all(set(b) <= set(" ▏▎▍▌▋▊▉█") for b in bars)
-    assert shown.lines == run("stats", "--db", str(store), "-f", "table", "declarer").stdout.split(
-        "\n"
-    )[:-1]
+    assert (
+        shown.lines
+        == run("stats", "--db", str(store), "-f", "table", "declarer").stdout.split("\n")[:-1]
+    )
 
 
 def test_stats_without_a_name_answers_everything_and_lists_the_names(store: Path) -> None:

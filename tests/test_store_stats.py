@@ -91,7 +91,8 @@ def _rows(built: Built, name: str) -> list[Row]:
         names = [n for n, _ in result.columns]
         table = pa.Table.from_batches(list(result.batches()))
     assert table.column_names == names if table.num_rows else True
-    return table.to_pylist()
+    rows: list[Row] = table.to_pylist()
+    return rows
 
 
 def _deals(built: Built) -> list[pb.Deal]:
@@ -131,7 +132,7 @@ def _contracts(built: Built) -> list[Row]:
 
 
 def _rifki_end(built: Built) -> list[Row]:
-    ends = Counter(len(d.plays) // 4 for d in _deals(built) if d.contract == Contract.RIFKI)
+    ends = Counter(len(d.plays) // 4 for d in _deals(built) if d.contract == pb.CONTRACT_RIFKI)
     total, running, out = sum(ends.values()), 0, []
     for trick in sorted(ends):
         running += ends[trick]
@@ -171,7 +172,7 @@ def _declarer(built: Built) -> list[Row]:
 def _koz_trump(built: Built) -> list[Row]:
     by: dict[int, list[tuple[bool, int]]] = defaultdict(list)
     for deal in _deals(built):
-        if deal.contract != Contract.KOZ:
+        if deal.contract != pb.CONTRACT_KOZ:
             continue
         hand = deal.hands[13 * deal.declarer : 13 * deal.declarer + 13]
         lengths = [sum(1 for c in hand if c // 13 == suit) for suit in range(4)]
@@ -194,7 +195,7 @@ def _forced(built: Built) -> list[Row]:
         for deal in match.deals:
             if not deal.plays:
                 continue
-            trump = deal.trump - pb.SUIT_CLUBS if deal.contract == Contract.KOZ else -1
+            trump = deal.trump - pb.SUIT_CLUBS if deal.contract == pb.CONTRACT_KOZ else -1
             game = DealPlay(rules, deal.hands, deal.declarer, deal.contract, trump)
             revoke = deal.revoke_play if deal.HasField("revoke_play") else -1
             for n, card in enumerate(deal.plays):
@@ -230,14 +231,12 @@ def _rifki_taker(built: Built) -> list[Row]:
     taken: Counter[int] = Counter()
     for match in built.valid:
         for deal in match.deals:
-            if deal.contract != Contract.RIFKI:
+            if deal.contract != pb.CONTRACT_RIFKI:
                 continue
             leader = deal.declarer
             for first in range(0, len(deal.plays) - 3, 4):
                 cards = deal.plays[first : first + 4]
-                best = max(
-                    (c for c in cards if c // 13 == cards[0] // 13), key=lambda c: c % 13
-                )
+                best = max((c for c in cards if c // 13 == cards[0] // 13), key=lambda c: c % 13)
                 winner = (leader + cards.index(best)) % 4
                 if KING_OF_HEARTS in cards:
                     taken[(winner - deal.declarer) % 4] += 1
@@ -254,9 +253,7 @@ def _winners(built: Built) -> list[Row]:
     for match in complete:
         top = max(match.claimed_totals)
         wins.update(s for s in range(4) if match.claimed_totals[s] == top)
-    return [
-        {"seat": s, "wins": n, "pct": _pct(n, len(complete))} for s, n in sorted(wins.items())
-    ]
+    return [{"seat": s, "wins": n, "pct": _pct(n, len(complete))} for s, n in sorted(wins.items())]
 
 
 def _findings(built: Built) -> list[Row]:
@@ -326,9 +323,7 @@ def test_the_store_holds_invalid_records_the_stats_leave_out(built: Built) -> No
 
 @pytest.mark.skipif(DUCKDB_CLI is None, reason="the duckdb CLI (duckdb-cli) is not installed")
 @pytest.mark.parametrize("name", list(STATS))
-def test_each_stat_runs_in_the_stock_duckdb_cli_with_the_same_rows(
-    built: Built, name: str
-) -> None:
+def test_each_stat_runs_in_the_stock_duckdb_cli_with_the_same_rows(built: Built, name: str) -> None:
     assert DUCKDB_CLI is not None
     result = subprocess.run(
         [DUCKDB_CLI, "-csv", "-readonly", built.path, "-c", stat(name).sql],

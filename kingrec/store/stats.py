@@ -53,7 +53,8 @@ SELECT contract,
        round(100.0 * count(*) FILTER (WHERE ended = 'EARLY') / count(*), 1) AS early_pct,
        round(avg(tricks), 2) AS avg_tricks
 FROM deals
-WHERE {VALID} AND {FINISHED}
+WHERE {VALID}
+  AND {FINISHED}
 GROUP BY contract
 ORDER BY contract
 """),
@@ -72,7 +73,9 @@ SELECT end_trick AS trick,
        round(100.0 * sum(count(*)) OVER (ORDER BY end_trick) / sum(count(*)) OVER (), 1)
            AS cumulative_pct
 FROM deals
-WHERE contract = 'RIFKI' AND {VALID} AND {FINISHED}
+WHERE contract = 'RIFKI'
+  AND {VALID}
+  AND {FINISHED}
 GROUP BY end_trick
 ORDER BY trick
 """),
@@ -81,8 +84,8 @@ ORDER BY trick
     Stat(
         "points",
         "Points per contract and seat",
-        "The average points a seat scores in a deal of each contract (seat 0 plays first in "
-        "the match; the declarer rotates).",
+        "The average points each seat scores in a deal of each contract (seats 0..3 in "
+        "order of play; who declares changes from deal to deal).",
         _sql(f"""
 SELECT contract, seat, count(*) AS deals, round(avg(points), 1) AS avg_points
 FROM (
@@ -90,7 +93,8 @@ FROM (
            unnest([0, 1, 2, 3]) AS seat,
            unnest([score_0, score_1, score_2, score_3]) AS points
     FROM deals
-    WHERE {VALID} AND {FINISHED}
+    WHERE {VALID}
+      AND {FINISHED}
 )
 GROUP BY contract, seat
 ORDER BY contract, seat
@@ -113,7 +117,8 @@ FROM (
            {DECLARER_POINTS} AS declarer_points,
            (score_0 + score_1 + score_2 + score_3 - {DECLARER_POINTS}) / 3 AS others_points
     FROM deals
-    WHERE {VALID} AND {FINISHED}
+    WHERE {VALID}
+      AND {FINISHED}
 )
 GROUP BY contract
 ORDER BY contract
@@ -134,7 +139,9 @@ SELECT trump_length AS trumps_held,
              / count(*), 1) AS longest_suit_pct,
        round(avg({DECLARER_POINTS}), 1) AS declarer_avg
 FROM deals
-WHERE contract = 'KOZ' AND {VALID} AND {FINISHED}
+WHERE contract = 'KOZ'
+  AND {VALID}
+  AND {FINISHED}
 GROUP BY trump_length
 ORDER BY trumps_held
 """),
