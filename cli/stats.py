@@ -112,9 +112,7 @@ def stats(
                 title = f"[bold]{escape(item.title)}[/] ({item.name})"
                 write_rows(term, fmt, columns, result.batches(), bar=item.bar, title=title)
             elif fmt == "json":
-                for batch in result.batches():
-                    for row in batch.to_pylist():
-                        term.json({"stat": item.name, **row})
+                write_rows(term, fmt, columns, result.batches(), tag={"stat": item.name})
             else:
                 if n:
                     term.stdout.write("\n")

@@ -57,15 +57,17 @@ def write_rows(
     *,
     bar: str | None = None,
     title: str | None = None,
+    tag: dict[str, Any] | None = None,
 ) -> int:
     """Write the rows in ``fmt`` on standard output; the number of rows written.
 
-    ``bar`` names a numeric column to chart beside a table (ignored in csv and json).
+    ``bar`` names a numeric column to chart beside a table (ignored in csv and json);
+    ``tag`` holds fields that lead each JSON object (``{"stat": "forced"}``).
     """
     if fmt == "csv":
         return _csv(term, columns, batches)
     if fmt == "json":
-        return _json(term, columns, batches)
+        return _json(term, columns, batches, tag or {})
     rows = [row for batch in batches for row in rows_of(batch)]
     _print_table(term, _table(term, columns, rows, bar, title))
     return len(rows)
@@ -147,11 +149,13 @@ def _csv(term: Terminal, columns: Sequence[str], batches: Iterable[Rows]) -> int
     return count
 
 
-def _json(term: Terminal, columns: Sequence[str], batches: Iterable[Rows]) -> int:
+def _json(
+    term: Terminal, columns: Sequence[str], batches: Iterable[Rows], tag: dict[str, Any]
+) -> int:
     count = 0
     for batch in batches:
         for row in rows_of(batch):
-            term.json({name: _plain(v) for name, v in zip(columns, row, strict=True)})
+            term.json({**tag, **{name: _plain(v) for name, v in zip(columns, row, strict=True)}})
             count += 1
     return count
 
