@@ -80,6 +80,7 @@ def _section(text: str, name: str) -> str:
 
 def test_the_schema_in_the_docs_is_the_ddl() -> None:
     text = STORE_MD.read_text(encoding="utf-8")
+    # After a change to the DDL: python tests/test_store_docs.py --write
     assert _section(text, "schema") == schema_markdown()
 
 
@@ -127,7 +128,16 @@ def test_each_question_in_the_docs_runs_in_the_store_and_in_the_duckdb_cli(
         assert len(result.stdout.splitlines()) >= 1 + len(rows)
 
 
-if __name__ == "__main__":  # python tests/test_store_docs.py: print the sections to paste
-    sys.stdout.write(schema_markdown())
-    sys.stdout.write("".join(f"| `{s.name}` | {s.title} | {s.description} |\n"
-                             for s in STATS.values()))  # fmt: skip
+def _write() -> None:
+    """Put the generated sections into docs/STORE.md."""
+    stats = "".join(f"| `{s.name}` | {s.title} | {s.description} |\n" for s in STATS.values())
+    text = STORE_MD.read_text(encoding="utf-8")
+    for name, body in (("schema", schema_markdown()), ("stats", stats)):
+        begin, end = f"<!-- {name}:begin -->\n", f"<!-- {name}:end -->"
+        text = text[: text.index(begin) + len(begin)] + body + text[text.index(end) :]
+    STORE_MD.write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":  # python tests/test_store_docs.py --write: regenerate the sections
+    if sys.argv[1:] == ["--write"]:
+        _write()
