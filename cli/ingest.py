@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from types import FrameType
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -32,8 +27,8 @@ from .errors import (
 )
 from .helptext import Command, epilog
 from .lines import damage_line
-from .main import Terminated
 from .places import damage_sentence, place
+from .stops import Stops
 from .terminal import Terminal
 
 __all__ = ["ingest"]
@@ -62,43 +57,6 @@ class Run:
             setattr(total, name, getattr(total, name) + getattr(part, name))
         total.deals += part.deals
         total.seconds += part.seconds
-
-
-class Stops:
-    """Ctrl-C and SIGTERM while storing. The first asks to stop once the batch in hand is
-    handed to the store: raised inside a DuckDB statement, the interrupt would come back as
-    DuckDB's own error instead. A second one stops at once (a producer that never ends)."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def _asked(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is not None:
-            self._raise(signum)
-        self.signum = signum
-
-    def check(self) -> None:
-        """Stop here if asked to: between batches, where the store holds whole ones."""
-        if self.signum is not None:
-            self._raise(self.signum)
-
-    @staticmethod
-    def _raise(signum: int) -> NoReturn:
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Terminated(128 + signum)
-
-    @contextmanager
-    def installed(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        before = {s: signal.signal(s, self._asked) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for number, handler in before.items():
-                signal.signal(number, handler)
 
 
 @click.command(

@@ -16,6 +16,7 @@ from .errors import (
     user_errors,
 )
 from .helptext import Command, epilog
+from .stops import Stops
 from .streams import is_terminal
 from .tabular import FORMATS, Format, write_rows
 from .terminal import Terminal
@@ -103,7 +104,13 @@ def query(
     term = Terminal()
     fmt = fmt or default_format(term)
     limit = max_rows or (TABLE_ROWS if fmt == "table" else OTHER_ROWS)
-    with user_errors(), Store.open(db or default_path(), read_only=True) as store:
+    stops = Stops(at_once=True)
+    with stops.installed(), stops.stopped(), user_errors():
+        _run(term, fmt, db, sql, limit, timeout)
+
+
+def _run(term: Terminal, fmt: Format, db: str | None, sql: str, limit: int, timeout: float) -> None:
+    with Store.open(db or default_path(), read_only=True) as store:
         result = store.query(sql, max_rows=limit, timeout_s=timeout)
         names = [name for name, _ in result.columns]
         count = write_rows(term, fmt, names, result.batches())

@@ -19,6 +19,7 @@ from .errors import (
 )
 from .helptext import Command, epilog
 from .query import default_format
+from .stops import Stops
 from .tabular import FORMATS, Format, write_rows
 from .terminal import Terminal
 
@@ -102,7 +103,13 @@ def stats(
                 term.stdout.write("\n")
         return
     fmt = fmt or default_format(term)
-    with user_errors(), Store.open(db or default_path(), read_only=True) as store:
+    stops = Stops(at_once=True)
+    with (
+        stops.installed(),
+        stops.stopped(),
+        user_errors(),
+        Store.open(db or default_path(), read_only=True) as store,
+    ):
         for n, item in enumerate(chosen):
             result = run_stat(store, item.name, timeout_s=timeout)
             columns = [name for name, _ in result.columns]
