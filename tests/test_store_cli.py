@@ -433,4 +433,3 @@ def test_the_bar_and_the_summary_on_a_terminal(tmp_path: Path) -> None:
     valid = _count(db, "SELECT count(*) FROM matches WHERE valid")
     assert line.startswith(f"stored {valid} record(s) ({valid} valid, 0 invalid), 0 duplicate(s) ")
     assert not any(piece in line for piece in BAR_PIECES)
-
