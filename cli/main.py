@@ -40,8 +40,10 @@ COMMANDS = {
     "watch": "kingrec_cli.watch",
     "publish": "kingrec_cli.publish",
     "upload": "kingrec_cli.upload",
-    "query": "kingrec_cli.query",
     "export": "kingrec_cli.export",
+    "ingest": "kingrec_cli.ingest",
+    "query": "kingrec_cli.query",
+    "stats": "kingrec_cli.stats",
 }
 
 COMPLETION = """Shell completion (bash; zsh_source and fish_source for the others):
@@ -146,6 +148,8 @@ class _KingrecGroup(click.Group):
             ("kingrec show games.krec --index 2 --deal 5", "deal 5 of the file's 2nd record"),
             ("kingrec convert games.krec games.jsonl", ".krec to JSON Lines"),
             ("kingrec simulate --matches 100 -o sim.krec", "100 matches played by bots"),
+            ("kingrec ingest matches/", "store every record in kingrec.duckdb"),
+            ("kingrec stats rifki-end", "a ready answer from the store"),
         ],
         tuple(EXIT_STATUSES),
         COMPLETION,

@@ -1,48 +1,61 @@
-"""``kingrec query``: one read-only SQL statement over a store, its rows printed."""
+"""``kingrec query``: one read-only SQL statement over the store, as a table, CSV or JSON."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import click
-import pyarrow as pa
 
-from kingrec.v1 import service_pb2 as svc
+from kingrec.store import Store
+from kingrec.store.db import default_path
 
-from .client import connect, rpc_errors, server_options
-from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
+from .errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    user_errors,
+)
 from .helptext import Command, epilog
-from .rows import FORMATS, print_rows
+from .stops import Stops
+from .streams import is_terminal
+from .tabular import FORMATS, Format, write_rows
 from .terminal import Terminal
 
+__all__ = ["default_format", "query"]
 
-def _remote(
-    responses: Iterator[svc.QueryResponse], into: list[tuple[str, str]], cut: list[bool]
-) -> Iterator[pa.RecordBatch]:
-    """The record batches of a Query stream; the columns go to ``into`` as soon as the first
-    message names them, ``cut`` learns whether the result was cut at a limit."""
-    for response in responses:
-        if response.columns:
-            into[:] = [(c.name, c.type) for c in response.columns]
-        if response.arrow:
-            yield from pa.ipc.open_stream(response.arrow)
-        if response.truncated:
-            cut.append(True)
+EXAMPLES = [
+    (
+        'kingrec query "SELECT contract, count(*) FROM deals GROUP BY ALL"',
+        "a table on a terminal",
+    ),
+    ('kingrec query -f csv "SELECT * FROM matches WHERE NOT valid" > bad.csv', "CSV"),
+    ('kingrec query -f json "SELECT * FROM findings" | jq .code', "a JSON object per row"),
+    ('kingrec query --db club.duckdb "SELECT count(*) FROM plays"', "another store"),
+    ("kingrec query 'FROM matches LIMIT 5' --server host:50051", "a kingrec server's store"),
+]
+
+TABLE_ROWS = 1_000  # a table is read by a person and laid out in memory
+OTHER_ROWS = 100_000
+
+
+def default_format(term: Terminal) -> Format:
+    """A table for a person at a terminal, CSV for a program reading a pipe or a file."""
+    return "table" if is_terminal(term.stdout) else "csv"
 
 
 @click.command(
     cls=Command,
     epilog=epilog(
-        [
-            ("kingrec query 'FROM matches LIMIT 5' --server host:50051", "the first five matches"),
-            (
-                "kingrec query 'SELECT preset, count(*) FROM matches GROUP BY 1' --format csv",
-                "as CSV (with $KINGREC_SERVER set)",
-            ),
-        ],
+        EXAMPLES,
         (
-            (EXIT_OK, "the rows printed"),
-            (EXIT_UNREADABLE, "the SQL refused or invalid, the server unreachable, or bad usage"),
+            (EXIT_OK, "the rows written (the first --max-rows when there were more)"),
+            (
+                EXIT_UNREADABLE,
+                "the SQL refused or wrong, past --timeout, the store missing or "
+                "unusable, or bad usage",
+            ),
             EXIT_INTERNAL,
             EXIT_INTERRUPTED,
             EXIT_CLOSED_PIPE,
@@ -51,46 +64,116 @@ def _remote(
 )
 @click.argument("sql")
 @click.option(
+    "--db",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The store (default: $KINGREC_DB, else kingrec.duckdb).",
+)
+@click.option(
+    "-f",
     "--format",
-    "form",
+    "fmt",
     type=click.Choice(FORMATS),
-    default="table",
-    show_default=True,
-    help="How to print the rows: a table, CSV (a header line first) or JSON Lines.",
+    default=None,
+    help="table, csv (a header line, then a line per row) or json (one JSON object per row). "
+    "Default: table on a terminal, csv otherwise.",
 )
 @click.option(
     "--max-rows",
     type=click.IntRange(min=1),
-    metavar="N",
-    help="Print at most N rows (the server has a limit of its own).",
+    default=None,
+    help=f"Write at most this many rows (default: {TABLE_ROWS:,} as a table, {OTHER_ROWS:,} "
+    "as csv or json); a note on standard error says when rows were left out.",
 )
-@server_options(required=True)
-def query(sql: str, form: str, max_rows: int | None, server: str, tls_ca: str | None) -> None:
-    """Run SQL, one read-only statement, over the store of a kingrec server (--server).
+@click.option(
+    "--server",
+    envvar="KINGREC_SERVER",
+    metavar="HOST:PORT",
+    help="Ask the store of a kingrec server instead (default: $KINGREC_SERVER, when set); "
+    "the server keeps its own time and size limits.",
+)
+@click.option(
+    "--tls-ca",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="PEM",
+    help="With --server: talk TLS, trusting this CA certificate.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Stop the query after this many seconds.",
+)
+def query(
+    sql: str,
+    db: str | None,
+    fmt: Format | None,
+    max_rows: int | None,
+    server: str | None,
+    tls_ca: str | None,
+    timeout: float,
+) -> None:
+    """Run one read-only SQL statement (a SELECT) over the store and write its rows.
 
-    Only a query (SELECT, WITH … SELECT, …) over the store's tables runs: files, network,
-    extensions and settings are out of reach, and the server limits the time, rows and bytes
-    of a result. Tables and columns: `kingrec query "FROM duckdb_tables()"`.
+    The store is opened read-only, and SQL can reach nothing but the store: no files, no
+    network, no extensions, no settings, one statement (SELECT, WITH ... SELECT, VALUES,
+    FROM ...). The tables are matches, players, deals, tricks, plays, findings, damage and
+    cards, documented in docs/STORE.md and in the file itself (SELECT table_name,
+    column_name, comment FROM duckdb_columns()). The macro card_name(card) names a card
+    code (QS). `kingrec stats --sql NAME` prints ready queries to start from.
     """
-    terminal = Terminal()
-    stub = connect(server, tls_ca)
-    request = svc.QueryRequest(sql=sql, format=svc.QueryRequest.FORMAT_ARROW)
-    if max_rows is not None:
-        request.max_rows = max_rows
+    term = Terminal()
+    fmt = fmt or default_format(term)
+    limit = max_rows or (TABLE_ROWS if fmt == "table" else OTHER_ROWS)
+    if server:
+        _remote(term, fmt, server, tls_ca, sql, limit)
+        return
+    stops = Stops(at_once=True)
+    with stops.installed(), stops.stopped(), user_errors():
+        _run(term, fmt, db, sql, limit, timeout)
+
+
+def _run(term: Terminal, fmt: Format, db: str | None, sql: str, limit: int, timeout: float) -> None:
+    with Store.open(db or default_path(), read_only=True) as store:
+        result = store.query(sql, max_rows=limit, timeout_s=timeout)
+        names = [name for name, _ in result.columns]
+        count = write_rows(term, fmt, names, result.batches())
+    if result.truncated:
+        term.note(f"showing the first {count} row(s); --max-rows for more")
+
+
+def _remote(
+    term: Terminal, fmt: Format, server: str, tls_ca: str | None, sql: str, limit: int
+) -> None:
+    import pyarrow as pa
+
+    from kingrec.v1 import service_pb2 as svc
+
+    from .client import connect, rpc_errors
+
+    request = svc.QueryRequest(sql=sql, format=svc.QueryRequest.FORMAT_ARROW, max_rows=limit)
+    cut: list[bool] = []
+    columns: list[str] = []
+
+    def batches(responses: Iterator[svc.QueryResponse]) -> Iterator[pa.RecordBatch]:
+        for response in responses:
+            if response.columns:
+                columns[:] = [c.name for c in response.columns]
+            if response.arrow:
+                yield from pa.ipc.open_stream(response.arrow)
+            if response.truncated:
+                cut.append(True)
+
     with rpc_errors(server):
-        responses = stub.Query(request)
-        columns: list[tuple[str, str]] = []
-        cut: list[bool] = []
-        batches = _remote(responses, columns, cut)
-        first = next(batches, None)  # the columns come with the first message
-        rows = print_rows(terminal, columns, _chain(first, batches), form)
+        stream = batches(connect(server, tls_ca).Query(request))
+        first = next(stream, None)  # the columns come with the first message
+        rest = stream if first is None else _chain(first, stream)
+        count = write_rows(term, fmt, columns, rest)
     if cut:
-        terminal.note(f"the result was cut at {rows} row(s) (a limit of the server, or --max-rows)")
+        term.note(f"showing the first {count} row(s); the server's limits or --max-rows")
 
 
-def _chain(
-    first: pa.RecordBatch | None, rest: Iterator[pa.RecordBatch]
-) -> Iterator[pa.RecordBatch]:
-    if first is not None:
-        yield first
+def _chain(first: object, rest: Iterator[object]) -> Iterator[object]:
+    yield first
     yield from rest

@@ -70,6 +70,7 @@ _ORIGINS = {
     "QueryLimitError": ".errors",
     "QueryRefusedError": ".errors",
     "StoreError": ".errors",
+    "StoreLockedError": ".errors",
     "StoreVersionError": ".errors",
     # the store
     "Store": ".store",
@@ -100,6 +101,7 @@ __all__ = [
     "RulesetError",
     "Store",
     "StoreError",
+    "StoreLockedError",
     "StoreVersionError",
     "UnreadableFileError",
     "UnsupportedVersionError",
@@ -142,6 +144,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ lo
     from .errors import RecordFileError as RecordFileError
     from .errors import RulesetError as RulesetError
     from .errors import StoreError as StoreError
+    from .errors import StoreLockedError as StoreLockedError
     from .errors import StoreVersionError as StoreVersionError
     from .errors import UnreadableFileError as UnreadableFileError
     from .errors import UnsupportedVersionError as UnsupportedVersionError

@@ -24,6 +24,7 @@ __all__ = [
     "RecordFileError",
     "RulesetError",
     "StoreError",
+    "StoreLockedError",
     "StoreVersionError",
     "UnreadableFileError",
     "UnsupportedVersionError",
@@ -132,6 +133,12 @@ class StoreError(KingrecError):
     """A store (DuckDB file) that cannot be opened or written: missing, locked, not a store."""
 
     code = "STORE_ERROR"
+
+
+class StoreLockedError(StoreError):
+    """A store another process has open for writing (DuckDB allows one writer per file)."""
+
+    code = "STORE_LOCKED"
 
 
 class StoreVersionError(StoreError):

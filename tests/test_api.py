@@ -63,6 +63,7 @@ PUBLIC = [
     "QueryLimitError",
     "QueryRefusedError",
     "StoreError",
+    "StoreLockedError",
     "StoreVersionError",
     # the store
     "Store",

@@ -59,7 +59,7 @@ def _env() -> dict[str, str]:
 
 def test_the_readme_has_a_tour_of_every_command() -> None:
     commands = [command.split()[1] for block in BLOCKS for command, _ in block]
-    assert {"validate", "show", "convert", "simulate"} <= set(commands)
+    assert {"validate", "show", "convert", "simulate", "ingest", "query", "stats"} <= set(commands)
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b[0][0] for b in BLOCKS])

@@ -10,12 +10,13 @@ settings changed afterwards — except the one an export opens to write Parquet.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import duckdb
 
 from ..cards import card_name, card_symbol
-from ..errors import StoreError, StoreVersionError
+from ..errors import StoreError, StoreLockedError, StoreVersionError
 from .schema import (
     SCHEMA_VERSION,
     STORAGE_VERSION,
@@ -63,6 +64,15 @@ def connect(
     try:
         con = duckdb.connect(path, read_only=read_only, config=config)
     except duckdb.IOException as exc:
+        holder = _LOCK_HOLDER.search(str(exc))
+        if holder is not None:
+            raise StoreLockedError(
+                f"{path}: the store is in use by another process (PID {holder.group(2)}, "
+                f"{Path(holder.group(1)).name}); DuckDB lets one process write a store at a "
+                "time — wait for it to finish"
+            ) from None
+        if "not a valid DuckDB database file" in str(exc):
+            raise StoreError(f"{path}: not a DuckDB file, so not a kingrec store") from None
         raise StoreError(f"{path}: cannot open the store: {_first_line(exc)}") from None
     except duckdb.Error as exc:
         raise StoreError(f"{path}: not a DuckDB store: {_first_line(exc)}") from None
@@ -87,6 +97,10 @@ def connect(
         con.close()
         raise
     return con
+
+
+# DuckDB's words for a file another process holds: "Conflicting lock is held in PROGRAM (PID N)".
+_LOCK_HOLDER = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
 
 
 def _first_line(exc: BaseException) -> str:

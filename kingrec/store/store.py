@@ -55,6 +55,7 @@ class IngestSummary:
     deals: int = 0  # deals stored
     seconds: float = 0.0
     damage: list[Damage] = field(default_factory=list)  # the first 100, with their locations
+    rejects: list[RecordVerdict] = field(default_factory=list)  # the first 100 rejected
 
     def count(self, verdict: RecordVerdict) -> None:
         if verdict.status == STORED:
@@ -65,9 +66,11 @@ class IngestSummary:
             self.duplicates += 1
         elif verdict.status == REJECTED:
             self.rejected += 1
+            if len(self.rejects) < 100:
+                self.rejects.append(verdict)
 
     def to_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "damage"}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("damage", "rejects")}
         out["seconds"] = round(self.seconds, 3)
         return out
 
@@ -179,6 +182,7 @@ class Store:
                         lookups, batch, self._key(), twins=twins, pending=pending
                     )
                     self._next_key = self._key() + prepared.stored
+                    summary.deals += prepared.tables["batch_deals"].num_rows
                     if writing is not None:
                         writing.result()
                     writing = writer.submit(write_prepared, self.con, prepared)
@@ -191,7 +195,6 @@ class Store:
                     writing.result()
             finally:
                 lookups.close()
-        summary.deals = self.count("deals")
         summary.seconds += time.perf_counter() - began
         return summary
 
