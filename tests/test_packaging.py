@@ -75,7 +75,11 @@ def test_every_package_of_the_tree_is_in_the_distribution() -> None:
     listed = set(PROJECT["tool"]["setuptools"]["packages"])
     found = {
         ".".join((name, *init.parent.relative_to(ROOT / folder).parts))
-        for folder, name in (("kingrec", "kingrec"), ("cli", "kingrec_cli"))
+        for folder, name in (
+            ("kingrec", "kingrec"),
+            ("cli", "kingrec_cli"),
+            ("service", "kingrec_service"),
+        )
         for init in (ROOT / folder).glob("**/__init__.py")
     }
     assert listed == found
