@@ -28,50 +28,9 @@ __all__ = [
     "pace_options",
     "pick_match",
     "rpc_errors",
-    "server_options",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-DEFAULT_SERVER = "localhost:50051"
-
-
-def server_options(*, token: bool = False, required: bool = False) -> Callable[[F], F]:
-    """``--server``, ``--tls-ca`` (and ``--token``) for a command that calls a server;
-    ``required``: no default server (the command also has other work without one)."""
-
-    def decorate(command: F) -> F:
-        if token:
-            command = click.option(
-                "--token",
-                envvar="KINGREC_TOKEN",
-                metavar="TOKEN",
-                help="The server's token, when it has one (default: $KINGREC_TOKEN).",
-            )(command)
-        command = click.option(
-            "--tls-ca",
-            type=click.Path(exists=True, dir_okay=False),
-            metavar="PEM",
-            help="Talk TLS, trusting this CA certificate (the server's own, if self-signed).",
-        )(command)
-        if required:
-            return click.option(
-                "--server",
-                envvar="KINGREC_SERVER",
-                required=True,
-                metavar="HOST:PORT",
-                help="The kingrec server (default: $KINGREC_SERVER).",
-            )(command)
-        return click.option(
-            "--server",
-            envvar="KINGREC_SERVER",
-            default=DEFAULT_SERVER,
-            show_default=True,
-            metavar="HOST:PORT",
-            help="The kingrec server (default also from $KINGREC_SERVER).",
-        )(command)
-
-    return decorate
 
 
 def pace_options(command: F) -> F:

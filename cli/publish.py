@@ -16,11 +16,11 @@ from .client import (
     pace_options,
     pick_match,
     rpc_errors,
-    server_options,
     token_metadata,
 )
 from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
 from .helptext import Command, epilog
+from .server_options import server_options
 
 
 def live_requests(match: pb.Match, pace: svc.Pace, match_id: str) -> Iterator[svc.PublishRequest]:

@@ -18,6 +18,7 @@ from .errors import (
     user_errors,
 )
 from .helptext import Command, epilog
+from .server_options import server_options
 from .stops import Stops
 from .streams import is_terminal
 from .tabular import FORMATS, Format, write_rows
@@ -85,19 +86,7 @@ def default_format(term: Terminal) -> Format:
     help=f"Write at most this many rows (default: {TABLE_ROWS:,} as a table, {OTHER_ROWS:,} "
     "as csv or json); a note on standard error says when rows were left out.",
 )
-@click.option(
-    "--server",
-    envvar="KINGREC_SERVER",
-    metavar="HOST:PORT",
-    help="Ask the store of a kingrec server instead (default: $KINGREC_SERVER, when set); "
-    "the server keeps its own time and size limits.",
-)
-@click.option(
-    "--tls-ca",
-    type=click.Path(exists=True, dir_okay=False),
-    metavar="PEM",
-    help="With --server: talk TLS, trusting this CA certificate.",
-)
+@server_options(optional=True)
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),

@@ -15,11 +15,11 @@ from .client import (
     pace_options,
     pick_match,
     rpc_errors,
-    server_options,
     stdout_console,
 )
 from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
 from .helptext import Command, epilog
+from .server_options import server_options
 
 
 @click.command(

@@ -13,7 +13,7 @@ from kingrec.limits import MAX_FRAME_BYTES
 from kingrec.records import Damage, RecordFile, open_records
 from kingrec.v1 import service_pb2 as svc
 
-from .client import connect, rpc_errors, server_options, token_metadata
+from .client import connect, rpc_errors, token_metadata
 from .errors import (
     EXIT_CLOSED_PIPE,
     EXIT_INTERNAL,
@@ -25,6 +25,7 @@ from .errors import (
 )
 from .helptext import Command, epilog
 from .places import damage_sentence, place
+from .server_options import server_options
 from .terminal import Terminal
 
 MESSAGE_BYTES = 3 << 20  # records per request, by size: under the server's 4 MiB limit

@@ -21,11 +21,11 @@ from .client import (
     contract_text,
     error_code,
     rpc_errors,
-    server_options,
     stdout_console,
 )
 from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
 from .helptext import Command, epilog
+from .server_options import server_options
 
 RETRIES = 5  # reconnections in a row before giving up
 
