@@ -23,6 +23,8 @@ from kingrec._wire cimport (
     WT_LEN, WT_VARINT, enum32, length_delimited, skip_field, tag, u32, utf8_ok, varint,
 )
 
+from kingrec.store.schema import PACKED
+
 __all__ = ["ColumnBuilder"]
 
 # -- growing buffers ------------------------------------------------------------------------
@@ -88,14 +90,12 @@ cdef enum:
     P_KEY, P_SEAT,
     # deals
     D_KEY, D_DEAL, D_CONTRACT, D_DECLARER, D_DEALER, D_TRUMP, D_PLAYABLE, D_TRICKS, D_PLAYS,
-    D_AFTER, D_ENDED, D_END_TRICK, D_REVOKER, D_S0, D_S1, D_S2, D_S3, D_HANDS_OK,
-    D_H0, D_H1, D_H2, D_H3, D_L0, D_L1, D_L2, D_L3, D_TRUMP_LEN,
+    D_AFTER, D_ENDED, D_END_TRICK, D_REVOKER, D_S0, D_S1, D_S2, D_S3,
+    D_HELD0, D_HELD1, D_HELD2, D_HELD3, D_TRUMP_LEN,
     # tricks
-    T_KEY, T_DEAL, T_TRICK, T_CONTRACT, T_LEADER, T_WINNER, T_UNITS, T_POINTS, T_LED,
-    T_C0, T_C1, T_C2, T_C3,
+    T_DEAL_CODE, T_TRICK_CODE, T_POINTS,
     # plays
-    Y_KEY, Y_DEAL, Y_PLAY, Y_SEAT, Y_CARD, Y_CONTRACT, Y_TRUMP, Y_LEGAL, Y_TOOK,
-    Y_BROKE, Y_THINK, Y_AUTO,
+    Y_DEAL_CODE, Y_PLAY_CODE,
     NFIXED
 
 cdef enum:
@@ -110,12 +110,10 @@ FIXED = {
     "players": ["match_key", "seat"],
     "deals": ["match_key", "deal", "contract", "declarer", "dealer", "trump", "playable",
               "tricks", "plays", "plays_after_end", "ended", "end_trick", "revoker", "score_0",
-              "score_1", "score_2", "score_3", "hands_ok", "hand_0", "hand_1", "hand_2", "hand_3",
-              "suits_0", "suits_1", "suits_2", "suits_3", "trump_length"],
-    "tricks": ["match_key", "deal", "trick", "contract", "leader", "winner", "units", "points",
-               "led_suit", "card_0", "card_1", "card_2", "card_3"],
-    "plays": ["match_key", "deal", "play", "seat", "card", "contract", "trump", "legal", "took",
-              "broke", "think_ms", "auto"],
+              "score_1", "score_2", "score_3", "held_0", "held_1", "held_2", "held_3",
+              "trump_length"],
+    "tricks": ["deal_code", "trick_code", "points"],
+    "plays": ["deal_code", "play_code"],
 }
 STRINGS = {
     "matches": ["match_id", "status_reason", "event", "site", "client_name", "client_version"],
@@ -129,7 +127,35 @@ cdef enum:
     MAX_STRING = 1024  # kingrec.limits.MAX_STRING_BYTES
 
 cdef int64_t NO_TIME = -0x8000000000000000  # the null sentinel of start_time
-cdef uint32_t NO_THINK = 0xFFFFFFFF  # the null sentinel of think_ms
+
+
+# -- packed codes: one fact's place in a 64-bit code, read from kingrec.store.schema.PACKED ---
+
+cdef struct Fact:
+    int low
+    uint64_t mask  # its bits, unshifted
+
+cdef Fact _fact(str code, str name) except *:
+    cdef Fact f
+    for fact, low, bits in PACKED[code]:
+        if fact == name:
+            f.low = low
+            f.mask = (<uint64_t>1 << bits) - 1 if bits < 64 else ~(<uint64_t>0)
+            return f
+    raise KeyError(name)
+
+cdef Fact F_TRUMP = _fact("deal_code", "trump"), F_CONTRACT = _fact("deal_code", "contract")
+cdef Fact F_DEAL = _fact("deal_code", "deal"), F_MATCH = _fact("deal_code", "match_key")
+cdef Fact F_CARD = _fact("play_code", "card"), F_SEAT = _fact("play_code", "seat")
+cdef Fact F_PLAY = _fact("play_code", "play"), F_LEGAL = _fact("play_code", "legal")
+cdef Fact F_TOOK = _fact("play_code", "took"), F_AUTO = _fact("play_code", "auto")
+cdef Fact F_BROKE = _fact("play_code", "broke"), F_THINK = _fact("play_code", "think")
+cdef Fact F_CARDS = _fact("trick_code", "cards"), F_TRICK = _fact("trick_code", "trick")
+cdef Fact F_LEADER = _fact("trick_code", "leader"), F_WINNER = _fact("trick_code", "winner")
+cdef Fact F_UNITS = _fact("trick_code", "units")
+
+cdef inline uint64_t put(Fact f, uint64_t value) noexcept:
+    return (value & f.mask) << f.low
 
 
 cdef class _Rules:
@@ -300,7 +326,8 @@ cdef class ColumnBuilder:
         cdef DealState state
         cdef int i, seat, card, code, contract, trump = -1, position, trick_no, s
         cdef int cards[4]
-        cdef uint64_t legal, seen = 0, v
+        cdef uint64_t legal, seen = 0, v, deal_code
+        cdef uint64_t held[4]
         cdef uint8_t autos[104]
         cdef bint hands_ok = d.nhands == 52, playable
         cdef int64_t scores[4]
@@ -314,11 +341,15 @@ cdef class ColumnBuilder:
             trump = <int>d.trump - 1
         # the deck
         memset(suits, 0, 16)
+        memset(held, 0, sizeof(held))
         if hands_ok:
             for i in range(52):
                 if d.hands[i] < 52:
                     seen |= <uint64_t>1 << d.hands[i]
+                    held[i // 13] |= <uint64_t>1 << d.hands[i]
                     suits[(i // 13) * 4 + d.hands[i] // 13] += 1
+        if seen != core.ALL_CARDS:  # each seat's cards as 52 bits only for a whole deck
+            memset(held, 0, sizeof(held))
         playable = (r != NULL and hands_ok and seen == core.ALL_CARDS and contract != 0
                     and d.declarer <= 3 and (contract != core.KOZ or trump >= 0))
         # think times and auto plays, by play index
@@ -339,10 +370,12 @@ cdef class ColumnBuilder:
         ended = END_UNPLAYABLE
         end_trick = 0
         if playable:
+            deal_code = (put(F_MATCH, key) | put(F_DEAL, <uint64_t>number)
+                         | put(F_CONTRACT, <uint64_t>contract) | put(F_TRUMP, <uint64_t>(trump + 1)))
             core.deal_start(&state, d.hands, <int>d.declarer, contract, trump, r.flags[contract])
-            for i in range(Y_KEY, Y_AUTO + 1):
+            for i in range(Y_DEAL_CODE, Y_PLAY_CODE + 1):
                 grow(&self.fixed[i], 8 * 53)
-            for i in range(T_KEY, T_C3 + 1):
+            for i in range(T_DEAL_CODE, T_POINTS + 1):
                 grow(&self.fixed[i], 8 * 13)
             for index in range(d.nplays):
                 card = d.plays[index]
@@ -354,21 +387,16 @@ cdef class ColumnBuilder:
                 code = core.deal_step(&state, card, index == <Py_ssize_t>d.revoke_play and d.has_revoke, &legal)
                 if card < 52:
                     cards[position] = card
-                    u64(&self.fixed[Y_KEY], key)
-                    u16(&self.fixed[Y_DEAL], <uint16_t>number)
-                    u8(&self.fixed[Y_PLAY], <uint8_t>index)
-                    u8(&self.fixed[Y_SEAT], <uint8_t>seat)
-                    u8(&self.fixed[Y_CARD], <uint8_t>card)
-                    u8(&self.fixed[Y_CONTRACT], <uint8_t>contract)
-                    u8(&self.fixed[Y_TRUMP], <uint8_t>(trump if trump >= 0 else NONE8))
-                    u8(&self.fixed[Y_LEGAL], <uint8_t>core.popcount(legal))
-                    u8(&self.fixed[Y_TOOK], NONE8)
-                    u8(&self.fixed[Y_BROKE], <uint8_t>code)
-                    u32v(&self.fixed[Y_THINK], think[index] if index < nthink else NO_THINK)
-                    u8(&self.fixed[Y_AUTO], autos[index])
+                    u64(&self.fixed[Y_DEAL_CODE], deal_code)
+                    # took: 7 until the trick closes (_trick); think: think_ms + 1, 0 = none
+                    u64(&self.fixed[Y_PLAY_CODE],
+                        put(F_CARD, <uint64_t>card) | put(F_SEAT, <uint64_t>seat)
+                        | put(F_PLAY, <uint64_t>index) | put(F_LEGAL, <uint64_t>core.popcount(legal))
+                        | put(F_TOOK, 7) | put(F_AUTO, autos[index]) | put(F_BROKE, <uint64_t>code)
+                        | put(F_THINK, <uint64_t>think[index] + 1 if index < nthink else 0))
                     self.rows[4] += 1
                 if state.ntricks == trick_no:  # the trick closed
-                    self._trick(&state, key, number, trick_no, cards, contract,
+                    self._trick(&state, deal_code, trick_no, cards, contract,
                                 r.unit[contract], first_row)
                 if state.end != core.END_PLAYING:
                     break
@@ -401,15 +429,8 @@ cdef class ColumnBuilder:
         i32(&self.fixed[D_S1], <int32_t>scores[1])
         i32(&self.fixed[D_S2], <int32_t>scores[2])
         i32(&self.fixed[D_S3], <int32_t>scores[3])
-        u8(&self.fixed[D_HANDS_OK], 1 if hands_ok else 0)
         for s in range(4):
-            if hands_ok:
-                memcpy(self.fixed[D_H0 + s].p + self.fixed[D_H0 + s].n, d.hands + 13 * s, 13)
-            else:
-                memset(self.fixed[D_H0 + s].p + self.fixed[D_H0 + s].n, 0, 13)
-            self.fixed[D_H0 + s].n += 13
-            memcpy(self.fixed[D_L0 + s].p + self.fixed[D_L0 + s].n, suits + 4 * s, 4)
-            self.fixed[D_L0 + s].n += 4
+            u64(&self.fixed[D_HELD0 + s], held[s])
         if trump >= 0 and hands_ok and d.declarer <= 3:
             u8(&self.fixed[D_TRUMP_LEN], suits[d.declarer * 4 + trump])
         else:
@@ -417,26 +438,24 @@ cdef class ColumnBuilder:
         self.rows[2] += 1
         return 0
 
-    cdef int _trick(self, DealState* state, uint64_t key, int number, int trick_no,
+    cdef int _trick(self, DealState* state, uint64_t deal_code, int trick_no,
                     int* cards, int contract, int64_t unit, Py_ssize_t first_row) except -1:
         cdef int winner = state.winners[trick_no - 1]
         cdef int units = core.trick_units(cards, 4, trick_no - 1, contract)
+        cdef int leader = (winner - core.trick_winner(cards, 4, state.trump)) & 3
+        cdef uint64_t* plays = <uint64_t*>self.fixed[Y_PLAY_CODE].p
+        cdef uint64_t four = 0
         cdef Py_ssize_t row
+        cdef int i
         for row in range(first_row, first_row + 4):  # the trick's plays: who took them
-            self.fixed[Y_TOOK].p[row] = <char>winner
-        u64(&self.fixed[T_KEY], key)
-        u16(&self.fixed[T_DEAL], <uint16_t>number)
-        u8(&self.fixed[T_TRICK], <uint8_t>trick_no)
-        u8(&self.fixed[T_CONTRACT], <uint8_t>contract)
-        u8(&self.fixed[T_LEADER], <uint8_t>((winner - core.trick_winner(cards, 4, state.trump)) & 3))
-        u8(&self.fixed[T_WINNER], <uint8_t>winner)
-        u8(&self.fixed[T_UNITS], <uint8_t>units)
+            plays[row] = (plays[row] & ~put(F_TOOK, 7)) | put(F_TOOK, <uint64_t>winner)
+        for i in range(4):
+            four |= <uint64_t>cards[i] << (6 * i)
+        u64(&self.fixed[T_DEAL_CODE], deal_code)
+        u64(&self.fixed[T_TRICK_CODE],
+            put(F_CARDS, four) | put(F_TRICK, <uint64_t>trick_no) | put(F_LEADER, <uint64_t>leader)
+            | put(F_WINNER, <uint64_t>winner) | put(F_UNITS, <uint64_t>units))
         i32(&self.fixed[T_POINTS], <int32_t>(units * unit))
-        u8(&self.fixed[T_LED], <uint8_t>(cards[0] // 13))
-        u8(&self.fixed[T_C0], <uint8_t>cards[0])
-        u8(&self.fixed[T_C1], <uint8_t>cards[1])
-        u8(&self.fixed[T_C2], <uint8_t>cards[2])
-        u8(&self.fixed[T_C3], <uint8_t>cards[3])
         self.rows[3] += 1
         return 0
 

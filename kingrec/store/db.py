@@ -24,14 +24,16 @@ from .schema import (
     comments,
     create_statements,
     upgrade_statements,
+    view_statements,
 )
 
 __all__ = ["DEFAULT_DB", "MIGRATIONS", "connect", "default_path"]
 
 DEFAULT_DB = "kingrec.duckdb"
 
-# schema version -> the statements that bring a store of that version to the next one.
-MIGRATIONS: dict[int, list[str]] = {1: upgrade_statements(1)}
+# schema version -> the statements that bring the tables of a store of that version to the
+# next one (the views and comments are made anew once the last has run).
+MIGRATIONS: dict[int, list[str]] = {v: upgrade_statements(v) for v in range(1, SCHEMA_VERSION)}
 
 
 def default_path() -> str:
@@ -149,6 +151,8 @@ def _upgrade(con: duckdb.DuckDBPyConnection, version: int) -> None:
             for statement in MIGRATIONS[version]:
                 con.execute(statement)
             version += 1
+        for statement in view_statements() + comments():
+            con.execute(statement)
         con.execute(
             "UPDATE kingrec_meta SET value = ? WHERE key = 'schema_version'", [str(version)]
         )

@@ -19,6 +19,7 @@ from ..contracts import Contract
 from ..events import CardPlayed, DealEnded, TrickWon, deal_events
 from ..rules import Ruleset
 from ..v1 import record_pb2 as pb
+from .schema import pack
 
 __all__ = ["ColumnBuilder"]
 
@@ -28,7 +29,8 @@ NO_TIME = -(1 << 63)
 NO_THINK = 0xFFFFFFFF
 _VERDICT = {name: code for code, name in enumerate(VERDICT_NAMES)}
 
-# column -> array typecode (the C layout: native byte order); "hands"/"suits" are raw bytes
+# column -> array typecode (the C layout: native byte order); the *_code columns are packed
+# as kingrec.store.schema.PACKED lays them out, held_* are 52-bit card sets (0: not a deck)
 _TYPES = {
     "matches": {
         "match_key": "Q", "ruleset": "I", "format_version": "I", "status": "B",
@@ -40,19 +42,11 @@ _TYPES = {
         "match_key": "Q", "deal": "H", "contract": "B", "declarer": "B", "dealer": "B",
         "trump": "B", "playable": "B", "tricks": "B", "plays": "B", "plays_after_end": "H",
         "ended": "B", "end_trick": "B", "revoker": "B", "score_0": "i", "score_1": "i",
-        "score_2": "i", "score_3": "i", "hands_ok": "B", "hand_0": "B", "hand_1": "B",
-        "hand_2": "B", "hand_3": "B", "suits_0": "B", "suits_1": "B", "suits_2": "B",
-        "suits_3": "B", "trump_length": "B",
+        "score_2": "i", "score_3": "i", "held_0": "Q", "held_1": "Q", "held_2": "Q",
+        "held_3": "Q", "trump_length": "B",
     },
-    "tricks": {
-        "match_key": "Q", "deal": "H", "trick": "B", "contract": "B", "leader": "B",
-        "winner": "B", "units": "B", "points": "i", "led_suit": "B", "card_0": "B",
-        "card_1": "B", "card_2": "B", "card_3": "B",
-    },
-    "plays": {
-        "match_key": "Q", "deal": "H", "play": "B", "seat": "B", "card": "B", "contract": "B",
-        "trump": "B", "legal": "B", "took": "B", "broke": "B", "think_ms": "I", "auto": "B",
-    },
+    "tricks": {"deal_code": "Q", "trick_code": "Q", "points": "i"},
+    "plays": {"deal_code": "Q", "play_code": "Q"},
 }  # fmt: skip
 _STRINGS = {
     "matches": ("match_id", "status_reason", "event", "site", "client_name", "client_version"),
@@ -148,14 +142,21 @@ class ColumnBuilder:
             for i, card in enumerate(hands):
                 if card < 52:
                     suits[(i // 13) * 4 + card // 13] += 1
+        # Each seat's cards as 52 bits, when the deal is 52 distinct cards (else 0).
+        deck = hands_ok and sorted(hands) == list(range(52))
+        held = [sum(1 << c for c in hands[13 * s : 13 * s + 13]) if deck else 0 for s in range(4)]
         playable = rules is not None and replayable(deal)
         scores = (0, 0, 0, 0)
         tricks = consumed = after = end_trick = 0
         ended, revoker = END_UNPLAYABLE, NONE8
         if playable:
             assert rules is not None
+            deal_code = pack(
+                "deal_code",
+                {"match_key": key, "deal": number, "contract": contract, "trump": trump + 1},
+            )
             tricks, consumed, ended, revoker, scores, end_trick = self._replay(
-                deal, key, number, rules, contract, trump
+                deal, number, rules, deal_code
             )
             after = len(deal.plays) - consumed
         declarer = deal.declarer
@@ -177,63 +178,59 @@ class ColumnBuilder:
             "score_1": scores[1],
             "score_2": scores[2],
             "score_3": scores[3],
-            "hands_ok": int(hands_ok),
+            **{f"held_{s}": held[s] for s in range(4)},
             "trump_length": (
                 suits[declarer * 4 + trump] if trump >= 0 and hands_ok and declarer <= 3 else NONE8
             ),
         }
         for name, value in row.items():
             d[name].append(value)
-        dealt = hands if hands_ok else bytes(52)
-        for s in range(4):
-            d[f"hand_{s}"].extend(dealt[13 * s : 13 * s + 13])
-            d[f"suits_{s}"].extend(suits[4 * s : 4 * s + 4])
         self._rows["deals"] += 1
         return scores
 
     def _replay(
-        self, deal: pb.Deal, key: int, number: int, rules: Ruleset, contract: int, trump: int
+        self, deal: pb.Deal, number: int, rules: Ruleset, deal_code: int
     ) -> tuple[int, int, int, int, tuple[int, int, int, int], int]:
         p, t = self._cols["plays"], self._cols["tricks"]
         think, autos = list(deal.think_ms), set(deal.auto_plays)
-        trick_rows: list[int] = []
+        plays: list[dict[str, int]] = []  # packed once the deal is over (took comes later)
+        trick: list[dict[str, int]] = []
         tricks = end_trick = 0
         ended, consumed, revoker, scores = END_PLAYING, 0, NONE8, (0, 0, 0, 0)
         for event in deal_events(deal, rules, number=number, engine=_engine_py):
             if isinstance(event, CardPlayed):
                 if event.position == 0:
-                    trick_rows = []
-                trick_rows.append(self._rows["plays"])
+                    trick = []
                 end_trick = event.trick
                 i = event.play
-                for name, value in (
-                    ("match_key", key), ("deal", number), ("play", event.play),
-                    ("seat", event.seat), ("card", event.card),
-                    ("contract", contract), ("trump", trump if trump >= 0 else NONE8),
-                    ("legal", event.legal.bit_count()), ("took", NONE8),
-                    ("broke", _VERDICT[event.broke] if event.broke else 0),
-                    ("think_ms", think[i] if i < len(think) else NO_THINK),
-                    ("auto", int(i in autos)),
-                ):  # fmt: skip
-                    p[name].append(value)
-                self._rows["plays"] += 1
+                play = {
+                    "card": event.card, "seat": event.seat, "play": i,
+                    "legal": event.legal.bit_count(), "took": 7, "auto": int(i in autos),
+                    "broke": _VERDICT[event.broke] if event.broke else 0,
+                    "think": (think[i] + 1) & NO_THINK if i < len(think) else 0,
+                }  # fmt: skip
+                plays.append(play)
+                trick.append(play)
             elif isinstance(event, TrickWon):
-                for row in trick_rows:
-                    p["took"][row] = event.winner
-                for name, value in (
-                    ("match_key", key), ("deal", number), ("trick", event.trick),
-                    ("contract", contract), ("leader", event.leader), ("winner", event.winner),
-                    ("units", event.units), ("points", event.points),
-                    ("led_suit", event.cards[0] // 13), ("card_0", event.cards[0]),
-                    ("card_1", event.cards[1]), ("card_2", event.cards[2]),
-                    ("card_3", event.cards[3]),
-                ):  # fmt: skip
-                    t[name].append(value)
+                for play in trick:
+                    play["took"] = event.winner
+                cards = sum(card << (6 * n) for n, card in enumerate(event.cards))
+                facts = {
+                    "cards": cards, "trick": event.trick, "leader": event.leader,
+                    "winner": event.winner, "units": event.units,
+                }  # fmt: skip
+                t["deal_code"].append(deal_code)
+                t["trick_code"].append(pack("trick_code", facts))
+                t["points"].append(event.points)
                 tricks = event.trick
                 self._rows["tricks"] += 1
             elif isinstance(event, DealEnded):
                 ended, consumed, scores = event.end, event.consumed, event.scores
                 revoker = event.revoker if event.revoker >= 0 else NONE8
+        for play in plays:
+            p["deal_code"].append(deal_code)
+            p["play_code"].append(pack("play_code", play))
+        self._rows["plays"] += len(plays)
         return tricks, consumed, ended, revoker, scores, end_trick
 
     def take(self) -> dict[str, dict[str, object]]:

@@ -17,6 +17,8 @@ from ..contracts import Contract
 
 __all__ = [
     "ENUMS",
+    "FULL_DECK",
+    "PACKED",
     "SCHEMA_VERSION",
     "STORAGE_VERSION",
     "TABLES",
@@ -24,13 +26,19 @@ __all__ = [
     "VIEWS",
     "comments",
     "create_statements",
+    "pack",
+    "packed_sql",
+    "unpacked",
     "upgrade_statements",
     "view_columns",
+    "view_statements",
 ]
 
 # 2: plays_base packs took, auto and broke into flags; tricks_base packs the four cards (the
 # views plays and tricks show the same columns as before); records stored uncompressed.
-SCHEMA_VERSION = 2
+# 3: plays_base and tricks_base hold two packed codes per row (PACKED), deals_base each hand
+# as 52 bits; the views plays, tricks and deals show the columns of version 2.
+SCHEMA_VERSION = 3
 STORAGE_VERSION = "v1.5.0"
 
 CONTRACTS = tuple(c.name for c in Contract)
@@ -59,6 +67,73 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "match_status": STATUSES,
     "broken_rule": VERDICTS,
 }
+
+# Packed columns. DuckDB's append costs about the same per value whatever the value's width
+# (measured: ~40 ns per value per column, most of it compressing), and a play has ten small
+# facts: stored as two 64-bit codes, a deal costs ~170 stored values instead of ~730. Each
+# code is (fact, lowest bit, bits). Both column builders pack with this table, the upgrade
+# packs in SQL with it and the views unpack with it. Facts are stored as: trump, its suit's
+# code + 1 (0: none); contract, its number (0: none); took, the seat (7: the trick stayed
+# open); broke, the rule's code + 1 (0: a legal play); think, think_ms + 1 (0: not recorded).
+PACKED: dict[str, tuple[tuple[str, int, int], ...]] = {
+    "deal_code": (("trump", 0, 3), ("contract", 3, 3), ("deal", 6, 10), ("match_key", 16, 48)),
+    "play_code": (
+        ("card", 0, 8), ("seat", 8, 2), ("play", 10, 8), ("legal", 18, 4), ("took", 22, 3),
+        ("auto", 25, 1), ("broke", 26, 4), ("think", 30, 32),
+    ),
+    "trick_code": (
+        ("cards", 0, 24), ("trick", 24, 8), ("leader", 32, 2), ("winner", 34, 2),
+        ("units", 36, 8),
+    ),
+}  # fmt: skip
+
+
+def pack(code: str, facts: dict[str, int]) -> int:
+    """``facts`` (their stored values) packed into ``code``; a value too wide for its bits is
+    cut to them rather than spill into the next."""
+    return sum((facts[name] & ((1 << bits) - 1)) << low for name, low, bits in PACKED[code])
+
+
+_ABOUT_PACKED = {
+    "deal_code": "the match, deal, contract and trumps of the row, packed",
+    "play_code": "card, seat, play, legal, took, auto, broke and think_ms, packed",
+    "trick_code": "the four cards (6 bits each), trick, leader, winner and units, packed",
+}
+
+
+def _packed_comment(code: str) -> str:
+    fields = ", ".join(f"{name} bits {low}-{low + bits - 1}" for name, low, bits in PACKED[code])
+    return f"{_ABOUT_PACKED[code]} ({fields}; the view unpacks it)"
+
+
+def unpacked(code: str, fact: str) -> str:
+    """SQL for one fact of a packed column (a UBIGINT)."""
+    low, bits = next((low, bits) for name, low, bits in PACKED[code] if name == fact)
+    shifted = f"({code} >> {low})" if low else code
+    return shifted if low + bits == 64 else f"({shifted} & {(1 << bits) - 1})"
+
+
+def _enum_at(enum: str, index: str) -> str:
+    """SQL for the ``enum`` value numbered ``index`` from 1 (NULL for 0 or out of range): a
+    constant list, indexed by a small number, is what DuckDB does fastest (measured)."""
+    values = ", ".join(f"'{v}'" for v in ENUMS[enum])
+    return f"([{values}]::{enum}[])[CAST({index} AS UTINYINT)]"
+
+
+def packed_sql(code: str, facts: dict[str, str]) -> str:
+    """SQL that packs ``facts`` (fact -> SQL of its stored value) into ``code``."""
+    parts = [
+        f"(CAST({facts[name]} AS UBIGINT) << {low})" if low else f"CAST({facts[name]} AS UBIGINT)"
+        for name, low, _ in PACKED[code]
+    ]
+    return f"CAST({' | '.join(parts)} AS UBIGINT)"
+
+
+# The compression of the packed columns is chosen, not left to DuckDB's analysis of every
+# method (measured: a fifth of their append cost): a deal_code repeats for every play of a
+# deal (runs), the other codes are small numbers of a few dozen bits.
+_DEAL_CODE = "UBIGINT USING COMPRESSION rle"
+_CODE = "UBIGINT USING COMPRESSION bitpacking"
 
 # table -> [(column, type, comment)]
 TABLES: dict[str, list[tuple[str, str, str]]] = {
@@ -154,7 +229,7 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("name", "VARCHAR", "display name"),
         ("seat_name", "VARCHAR", "e.g. North, informational"),
     ],
-    "deals": [
+    "deals_base": [
         ("match_key", "UBIGINT", "the match"),
         ("deal", "USMALLINT", "1-based position in the match"),
         ("contract", "contract", "NULL when the record names no known contract"),
@@ -176,48 +251,25 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("score_1", "INTEGER", "seat 1's points"),
         ("score_2", "INTEGER", "seat 2's points"),
         ("score_3", "INTEGER", "seat 3's points"),
-        ("hand_0", "UTINYINT[13]", "seat 0's hand as dealt, card codes (cards.card)"),
-        ("hand_1", "UTINYINT[13]", "seat 1's hand"),
-        ("hand_2", "UTINYINT[13]", "seat 2's hand"),
-        ("hand_3", "UTINYINT[13]", "seat 3's hand"),
-        ("suits_0", "UTINYINT[4]", "seat 0's suit lengths: clubs, diamonds, hearts, spades"),
-        ("suits_1", "UTINYINT[4]", "seat 1's suit lengths"),
-        ("suits_2", "UTINYINT[4]", "seat 2's suit lengths"),
-        ("suits_3", "UTINYINT[4]", "seat 3's suit lengths"),
+        *(
+            (
+                f"held_{seat}",
+                "UBIGINT",
+                f"seat {seat}'s hand as dealt, one bit per card code (the view unpacks it); "
+                "NULL when the deal is not 52 distinct cards",
+            )
+            for seat in range(4)
+        ),
         ("trump_length", "UTINYINT", "koz: how many trumps the declarer held"),
     ],
     "tricks_base": [
-        ("match_key", "UBIGINT", "the match"),
-        ("deal", "USMALLINT", "the deal"),
-        ("trick", "UTINYINT", "1-based"),
-        ("contract", "contract", "the deal's contract"),
-        ("leader", "UTINYINT", "the seat that led"),
-        ("winner", "UTINYINT", "the seat that took the trick"),
-        ("units", "UTINYINT", "scoring units taken (a trick, penalty cards, a last trick)"),
+        ("deal_code", _DEAL_CODE, _packed_comment("deal_code")),
+        ("trick_code", _CODE, _packed_comment("trick_code")),
         ("points", "INTEGER", "units times the contract's unit score"),
-        (
-            "cards",
-            "UINTEGER",
-            "the four cards in the order played, 6 bits each from the lowest (the view "
-            "unpacks them)",
-        ),
     ],
     "plays_base": [
-        ("match_key", "UBIGINT", "the match"),
-        ("deal", "USMALLINT", "the deal"),
-        ("play", "UTINYINT", "0-based index in the deal's plays (trick and position follow)"),
-        ("seat", "UTINYINT", "who played it"),
-        ("card", "UTINYINT", "the card code (cards.card; card_name(card) gives QS)"),
-        ("contract", "contract", "the deal's contract, carried so questions need no join"),
-        ("trump", "suit", "the deal's trumps (koz)"),
-        ("legal", "UTINYINT", "how many cards were legal (1: a forced play)"),
-        (
-            "flags",
-            "UTINYINT",
-            "took (bits 0-2, 7: none), auto (bit 3) and broke (bits 4-7: its code + 1, 0: "
-            "legal), packed: one stored column instead of three (the view unpacks them)",
-        ),
-        ("think_ms", "UINTEGER", "how long the player thought, when recorded"),
+        ("deal_code", _DEAL_CODE, _packed_comment("deal_code")),
+        ("play_code", _CODE, _packed_comment("play_code")),
     ],
     "findings": [
         ("match_key", "UBIGINT", "the match"),
@@ -271,7 +323,7 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
 TABLE_COMMENTS = {
     "matches": "One row per stored record: ids, validity, metadata, every ruleset option, totals.",
     "players": "The players of each match, one row per seat.",
-    "deals": "One row per deal: contract, declarer, trumps, how it ended, scores, hands.",
+    "deals_base": "The stored columns of deals (query the view deals).",
     "tricks_base": "The stored columns of tricks (query the view tricks).",
     "plays_base": "The stored columns of plays (query the view plays).",
     "findings": "What kingrec validate reports about each stored record.",
@@ -282,66 +334,149 @@ TABLE_COMMENTS = {
 }
 
 
-# Views: the columns analysts need that follow from stored ones cost nothing to store, and
-# a stored column costs ingest time per row (DuckDB appends ~30 ns per value): plays, the
-# biggest table, stores rarely asked facts packed. view -> (comment, base table, columns as
-# (name, SQL, comment); SQL None: the base table's column of that name, with its comment).
+# Views: what analysts query. Columns that follow from stored ones cost nothing to store,
+# and every stored value costs the ingest (see PACKED): the views unpack the packed codes
+# and derive the rest. view -> (comment, base table, columns as (name, SQL, comment); SQL
+# None: the base table's column of that name, with its comment).
+_DEAL = {name: unpacked("deal_code", name) for name in ("match_key", "deal", "contract", "trump")}
+_PLAY = {name: unpacked("play_code", name) for name, _, _ in PACKED["play_code"]}
+_TRICK = {name: unpacked("trick_code", name) for name, _, _ in PACKED["trick_code"]}
+_PACKED_DEAL_COLUMNS: list[tuple[str, str | None, str]] = [
+    ("match_key", f"CAST({_DEAL['match_key']} AS UBIGINT)", "the match"),
+    ("deal", f"CAST({_DEAL['deal']} AS USMALLINT)", "the deal"),
+]
+_CONTRACT = (
+    _enum_at("contract", _DEAL["contract"]),
+    "the deal's contract, carried so questions need no join",
+)
+_TRUMP = (_enum_at("suit", _DEAL["trump"]), "the deal's trumps (koz)")
+
+
+def _led(cards: str, i: int) -> str:
+    return (
+        f"CAST(({cards} >> {6 * i}) & 63 AS UTINYINT)" if i else f"CAST({cards} & 63 AS UTINYINT)"
+    )
+
+
+def _hand(seat: int) -> tuple[str, str, str]:
+    held = f"held_{seat}"
+    cards = f"list_filter(range(52), lambda c: ({held} >> c) & 1 = 1)"
+    return (
+        f"hand_{seat}",
+        f"CASE WHEN {held} IS NOT NULL THEN CAST({cards} AS UTINYINT[13]) END",
+        f"seat {seat}'s hand as dealt, card codes (cards.card) in code order; NULL when the "
+        "deal is not 52 distinct cards",
+    )
+
+
+def _suits(seat: int) -> tuple[str, str, str]:
+    held = f"held_{seat}"
+    lengths = ", ".join(f"bit_count(({held} >> {13 * s}) & 8191)" for s in range(4))
+    return (
+        f"suits_{seat}",
+        f"CASE WHEN {held} IS NOT NULL THEN CAST([{lengths}] AS UTINYINT[4]) END",
+        f"seat {seat}'s suit lengths: clubs, diamonds, hearts, spades",
+    )
+
+
+_DEAL_FACTS = [c for c in TABLES["deals_base"] if c[0] != "trump_length" and c[0][:5] != "held_"]
+
 VIEWS: dict[str, tuple[str, str, list[tuple[str, str | None, str]]]] = {
+    "deals": (
+        "One row per deal: contract, declarer, trumps, how it ended, scores, hands.",
+        "deals_base",
+        [
+            *((name, None, "") for name, _, _ in _DEAL_FACTS),
+            *(_hand(seat) for seat in range(4)),
+            *(_suits(seat) for seat in range(4)),
+            ("trump_length", None, ""),
+        ],
+    ),
     "tricks": (
         "One row per complete trick: leader, winner, points, the four cards.",
         "tricks_base",
         [
-            ("match_key", None, ""),
-            ("deal", None, ""),
-            ("trick", None, ""),
-            ("contract", None, ""),
-            ("leader", None, ""),
-            ("winner", None, ""),
-            ("units", None, ""),
+            *_PACKED_DEAL_COLUMNS,
+            ("trick", f"CAST({_TRICK['trick']} AS UTINYINT)", "1-based"),
+            ("contract", *_CONTRACT),
+            ("leader", f"CAST({_TRICK['leader']} AS UTINYINT)", "the seat that led"),
+            ("winner", f"CAST({_TRICK['winner']} AS UTINYINT)", "the seat that took the trick"),
+            (
+                "units",
+                f"CAST({_TRICK['units']} AS UTINYINT)",
+                "scoring units taken (a trick, penalty cards, a last trick)",
+            ),
             ("points", None, ""),
             (
                 "led_suit",
-                "CAST(enum_range(NULL::suit)[(cards & 63) // 13 + 1] AS suit)",
+                _enum_at("suit", f"({_TRICK['cards']} & 63) // 13 + 1"),
                 "the suit led",
             ),
-            ("card_0", "CAST(cards & 63 AS UTINYINT)", "the card led (a card code)"),
-            ("card_1", "CAST((cards >> 6) & 63 AS UTINYINT)", "the second card"),
-            ("card_2", "CAST((cards >> 12) & 63 AS UTINYINT)", "the third card"),
-            ("card_3", "CAST((cards >> 18) & 63 AS UTINYINT)", "the fourth card"),
+            ("card_0", _led(_TRICK["cards"], 0), "the card led (a card code)"),
+            ("card_1", _led(_TRICK["cards"], 1), "the second card"),
+            ("card_2", _led(_TRICK["cards"], 2), "the third card"),
+            ("card_3", _led(_TRICK["cards"], 3), "the fourth card"),
         ],
     ),
     "plays": (
         "One row per card played, with the deal's contract and trumps on the row.",
         "plays_base",
         [
-            ("match_key", None, ""),
-            ("deal", None, ""),
-            ("play", None, ""),
-            ("seat", None, ""),
-            ("card", None, ""),
-            ("contract", None, ""),
-            ("trump", None, ""),
-            ("legal", None, ""),
+            *_PACKED_DEAL_COLUMNS,
+            (
+                "play",
+                f"CAST({_PLAY['play']} AS UTINYINT)",
+                "0-based index in the deal's plays (trick and position follow)",
+            ),
+            ("seat", f"CAST({_PLAY['seat']} AS UTINYINT)", "who played it"),
+            (
+                "card",
+                f"CAST({_PLAY['card']} AS UTINYINT)",
+                "the card code (cards.card; card_name(card) gives QS)",
+            ),
+            ("contract", *_CONTRACT),
+            ("trump", *_TRUMP),
+            (
+                "legal",
+                f"CAST({_PLAY['legal']} AS UTINYINT)",
+                "how many cards were legal (1: a forced play)",
+            ),
             (
                 "took",
-                "CAST(nullif(flags & 7, 7) AS UTINYINT)",
+                f"CAST(nullif({_PLAY['took']}, 7) AS UTINYINT)",
                 "the seat that took the trick (NULL while it was open)",
             ),
             (
                 "broke",
-                "CAST(enum_range(NULL::broken_rule)[nullif(flags >> 4, 0)] AS broken_rule)",
+                _enum_at("broken_rule", _PLAY["broke"]),
                 "the rule the card broke (NULL: a legal play)",
             ),
-            ("think_ms", None, ""),
-            ("auto", "(flags & 8) <> 0", "played by the server for a player out of time"),
-            ("trick", "CAST(play // 4 + 1 AS UTINYINT)", "1-based trick number"),
-            ("position", "CAST(play % 4 AS UTINYINT)", "0 = led .. 3 = last to the trick"),
+            (
+                "think_ms",
+                f"CAST(nullif({_PLAY['think']}, 0) - 1 AS UINTEGER)",
+                "how long the player thought, when recorded",
+            ),
+            (
+                "auto",
+                f"{_PLAY['auto']} = 1",
+                "played by the server for a player out of time",
+            ),
+            ("trick", f"CAST({_PLAY['play']} // 4 + 1 AS UTINYINT)", "1-based trick number"),
+            (
+                "position",
+                f"CAST({_PLAY['play']} % 4 AS UTINYINT)",
+                "0 = led .. 3 = last to the trick",
+            ),
             (
                 "suit",
-                "CAST(enum_range(NULL::suit)[card // 13 + 1] AS suit)",
+                _enum_at("suit", f"{_PLAY['card']} // 13 + 1"),
                 "the card's suit",
             ),
-            ("rank", "CAST(card % 13 + 2 AS UTINYINT)", "2..14 (11 J, 12 Q, 13 K, 14 A)"),
+            (
+                "rank",
+                f"CAST({_PLAY['card']} % 13 + 2 AS UTINYINT)",
+                "2..14 (11 J, 12 Q, 13 K, 14 A)",
+            ),
         ],
     ),
 }
@@ -389,27 +524,81 @@ def comments() -> list[str]:
     return out
 
 
+def view_statements() -> list[str]:
+    """DDL that (re)creates every view, e.g. after an upgrade changed their tables."""
+    return [f"CREATE OR REPLACE VIEW {name} AS {_view_sql(name)}" for name in VIEWS]
+
+
+# A dealt deck in held_* form: every card code's bit set once.
+FULL_DECK = (1 << 52) - 1
+
+
 def upgrade_statements(version: int) -> list[str]:
-    """What brings a store of schema ``version`` to the next version (db.MIGRATIONS)."""
-    if version != 1:
-        raise KeyError(version)
-    packed = {"plays_base", "tricks_base", "plays", "tricks"}
-    return [
-        "DROP VIEW plays",
-        "CREATE TABLE plays_v2 AS SELECT match_key, deal, play, seat, card, contract, trump, "
-        "legal, CAST(coalesce(CAST(took AS INTEGER), 7) | CASE WHEN auto THEN 8 ELSE 0 END "
-        "| (coalesce(enum_code(broke) + 1, 0) << 4) AS UTINYINT) AS flags, think_ms "
-        "FROM plays_base",
-        "DROP TABLE plays_base",
-        "ALTER TABLE plays_v2 RENAME TO plays_base",
-        "CREATE TABLE tricks_base AS SELECT match_key, deal, trick, contract, leader, winner, "
-        "units, points, CAST(CAST(card_0 AS UINTEGER) | (CAST(card_1 AS UINTEGER) << 6) "
-        "| (CAST(card_2 AS UINTEGER) << 12) | (CAST(card_3 AS UINTEGER) << 18) AS UINTEGER) "
-        "AS cards FROM tricks",
-        "DROP TABLE tricks",
-        *(f"CREATE VIEW {name} AS {_view_sql(name)}" for name in VIEWS),
-        *(c for c in comments() if c.split()[3].split(".")[0] in packed),
-    ]
+    """What brings the tables of a store of schema ``version`` to the next version
+    (db.MIGRATIONS); the views and comments are made anew afterwards."""
+    if version == 1:
+        return [
+            "DROP VIEW IF EXISTS plays",
+            "CREATE TABLE plays_v2 AS SELECT match_key, deal, play, seat, card, contract, trump, "
+            "legal, CAST(coalesce(CAST(took AS INTEGER), 7) | CASE WHEN auto THEN 8 ELSE 0 END "
+            "| (coalesce(enum_code(broke) + 1, 0) << 4) AS UTINYINT) AS flags, think_ms "
+            "FROM plays_base",
+            "DROP TABLE plays_base",
+            "ALTER TABLE plays_v2 RENAME TO plays_base",
+            "CREATE TABLE tricks_base AS SELECT match_key, deal, trick, contract, leader, "
+            "winner, units, points, CAST(CAST(card_0 AS UINTEGER) | (CAST(card_1 AS UINTEGER) "
+            "<< 6) | (CAST(card_2 AS UINTEGER) << 12) | (CAST(card_3 AS UINTEGER) << 18) AS "
+            "UINTEGER) AS cards FROM tricks",
+            "DROP TABLE tricks",
+        ]
+    if version == 2:
+        deal_code = packed_sql(
+            "deal_code",
+            {
+                "trump": "coalesce(enum_code(trump) + 1, 0)",
+                "contract": "coalesce(enum_code(contract) + 1, 0)",
+                "deal": "deal",
+                "match_key": "match_key",
+            },
+        )
+        play_code = packed_sql(
+            "play_code",
+            {
+                **{name: name for name in ("card", "seat", "play", "legal")},
+                "took": "flags & 7",
+                "auto": "(flags >> 3) & 1",
+                "broke": "flags >> 4",
+                "think": "coalesce(CAST(think_ms AS UBIGINT) + 1, 0)",
+            },
+        )
+        trick_code = packed_sql(
+            "trick_code", {name: name for name in ("cards", "trick", "leader", "winner", "units")}
+        )
+        masks = ", ".join(
+            f"list_reduce(list_transform(hand_{s}, lambda c: CASE WHEN c < 52 THEN "
+            f"CAST(1 AS UBIGINT) << c ELSE CAST(0 AS UBIGINT) END), lambda a, b: a | b) AS h{s}"
+            for s in range(4)
+        )
+        held = ", ".join(
+            f"CASE WHEN (h0 | h1 | h2 | h3) = {FULL_DECK} THEN h{s} END AS held_{s}"
+            for s in range(4)
+        )
+        facts = ", ".join(name for name, _, _ in _DEAL_FACTS)
+        return [
+            *(f"DROP VIEW IF EXISTS {name}" for name in VIEWS),
+            f"CREATE TABLE plays_v3 AS SELECT {deal_code} AS deal_code, {play_code} AS play_code "
+            "FROM plays_base",
+            "DROP TABLE plays_base",
+            "ALTER TABLE plays_v3 RENAME TO plays_base",
+            f"CREATE TABLE tricks_v3 AS SELECT {deal_code} AS deal_code, {trick_code} AS "
+            "trick_code, points FROM tricks_base",
+            "DROP TABLE tricks_base",
+            "ALTER TABLE tricks_v3 RENAME TO tricks_base",
+            f"CREATE TABLE deals_base AS SELECT {facts}, {held}, trump_length "
+            f"FROM (SELECT *, {masks} FROM deals)",
+            "DROP TABLE deals",
+        ]
+    raise KeyError(version)
 
 
 def _sql(text: str) -> str:
