@@ -11,8 +11,9 @@ identical tables. A record whose wire bytes this reader does not fully understan
 to the twin (``add`` answers -1), so the rows never differ.
 """
 
+from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy, memset
 
@@ -49,6 +50,38 @@ cdef int grow(Buf* b, Py_ssize_t more) except -1:
     b.p = p
     b.cap = cap
     return 0
+
+
+cdef class Column:
+    """A column's bytes handed over by ``take`` without a copy (a buffer: pyarrow
+    wraps it as is, and frees it with the table)."""
+
+    cdef char* p
+    cdef Py_ssize_t n
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        PyBuffer_FillInfo(view, self, self.p, self.n, 0, flags)
+
+    def __len__(self):
+        return self.n
+
+    def __dealloc__(self):
+        PyMem_Free(self.p)
+
+
+cdef Column hand_over(Buf* b):
+    """The buffer's bytes as a Column; the buffer starts afresh with the same capacity, so a
+    builder that fills batch after batch of the same size never grows again."""
+    cdef Column column = Column.__new__(Column)
+    cdef char* fresh
+    if b.p == NULL:
+        grow(b, 1)  # pyarrow wants a pointer even for no bytes
+    fresh = <char*>PyMem_Malloc(b.cap)
+    if fresh == NULL:
+        raise MemoryError()
+    column.p, column.n = b.p, b.n
+    b.p, b.n = fresh, 0
+    return column
 
 
 cdef inline void u8(Buf* b, uint8_t v) noexcept:
@@ -460,23 +493,20 @@ cdef class ColumnBuilder:
         return 0
 
     def take(self):
-        """Every column gathered so far, as bytes by table and name, and start afresh:
-        ``{table: {"rows": n, name: bytes, ...}}``; a string column is ``(offsets, data)``."""
+        """Every column gathered so far, by table and name, and start afresh:
+        ``{table: {"rows": n, name: Column, ...}}`` (a Column is a buffer: ``bytes(c)`` copies
+        it); a string column is ``(offsets, data)``."""
         cdef int i
         out = {}
         names = [(table, name) for table, columns in FIXED.items() for name in columns]
         for i in range(NFIXED):
             table, name = names[i]
-            out.setdefault(table, {})[name] = PyBytes_FromStringAndSize(self.fixed[i].p, self.fixed[i].n)
-            self.fixed[i].n = 0
+            out.setdefault(table, {})[name] = hand_over(&self.fixed[i])
         strings = [name for table in ("matches", "players") for name in STRINGS[table]]
         for i in range(NSTRINGS):
             out[_TABLE_OF_STRING[i]][strings[i]] = (
-                PyBytes_FromStringAndSize(self.offsets[i].p, self.offsets[i].n),
-                PyBytes_FromStringAndSize(self.data[i].p, self.data[i].n),
+                hand_over(&self.offsets[i]), hand_over(&self.data[i])
             )
-            self.offsets[i].n = 0
-            self.data[i].n = 0
         for i, table in enumerate(("matches", "players", "deals", "tricks", "plays")):
             out[table]["rows"] = self.rows[i]
             self.rows[i] = 0

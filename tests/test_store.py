@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from kingrec.rules import PRESETS, RevokeRule, preset
 from kingrec.simulate import simulate_match
 from kingrec.store import Store
 from kingrec.store.columns import arrow_tables
-from kingrec.store.schema import SCHEMA_VERSION, VERDICTS
+from kingrec.store.schema import PACKED, SCHEMA_VERSION, VERDICTS
 from kingrec.v1 import record_pb2 as pb
 from kingrec.validation import validate_file
 
@@ -192,26 +193,40 @@ def test_rows_carry_what_the_questions_need(tmp_path: Path) -> None:
         assert tricks == sum(match.claimed_totals)
 
 
-def test_the_plays_view_unpacks_took_broke_and_auto_as_the_builder_made_them(
-    tmp_path: Path,
-) -> None:
+def test_the_plays_view_unpacks_every_fact_as_the_builder_packed_it(tmp_path: Path) -> None:
     matches = _edge_matches()
     matches[0].deals[0].auto_plays[:] = [0, 5, 51]
     raw = _twins.PYTHON.columns.ColumnBuilder(_core_params)
     for key, match in enumerate(matches, 1):
         raw.add(match.SerializeToString(deterministic=True), key)
     plays = raw.take()["plays"]
-    took, broke, auto = (bytes(plays[name]) for name in ("took", "broke", "auto"))
+    layout = {name: (low, bits) for name, low, bits in PACKED["play_code"]}
+
+    def fact(code: int, name: str) -> int:
+        low, bits = layout[name]
+        return (code >> low) & ((1 << bits) - 1)
+
     expected = [
-        (None if t == 255 else t, VERDICTS[b - 1] if b else None, bool(a))
-        for t, b, a in zip(took, broke, auto, strict=True)
-    ]
+        (
+            fact(c, "card"), fact(c, "seat"), fact(c, "play"), fact(c, "legal"),
+            None if fact(c, "took") == 7 else fact(c, "took"),
+            VERDICTS[fact(c, "broke") - 1] if fact(c, "broke") else None,
+            fact(c, "think") - 1 if fact(c, "think") else None,
+            bool(fact(c, "auto")),
+        )
+        for c in array("Q", bytes(plays["play_code"]))
+    ]  # fmt: skip
     with Store.open(str(tmp_path / "k.duckdb")) as store:
         store.ingest_matches(matches, source="edge")
-        rows = _rows(store, "SELECT took, broke, auto FROM plays ORDER BY match_key, deal, play")
+        rows = _rows(
+            store,
+            "SELECT card, seat, play, legal, took, broke, think_ms, auto FROM plays "
+            "ORDER BY match_key, deal, play",
+        )
     assert rows == expected
-    assert {r[1] for r in rows} > {None} and {r[0] for r in rows} == {None, 0, 1, 2, 3}
-    assert sum(r[2] for r in rows) >= 3  # the simulator marks some auto-plays too
+    assert {r[5] for r in rows} > {None} and {r[4] for r in rows} == {None, 0, 1, 2, 3}
+    assert sum(r[7] for r in rows) >= 3  # the simulator marks some auto-plays too
+    assert {r[6] is None for r in rows} == {True, False}  # think times recorded and not
 
 
 def test_the_tricks_view_unpacks_the_four_cards_and_the_led_suit(tmp_path: Path) -> None:
@@ -300,40 +315,71 @@ def test_a_store_from_a_newer_kingrec_is_refused(tmp_path: Path) -> None:
         Store.open(str(tmp_path / "missing.duckdb"), read_only=True)
 
 
-def test_a_store_of_schema_1_is_upgraded_keeping_every_play_and_trick(tmp_path: Path) -> None:
+# The tables of older schemas, as those kingrecs wrote them, rebuilt from today's views.
+_OLD_TABLES = {
+    1: {
+        "plays_base": "SELECT match_key, deal, play, seat, card, contract, trump, legal, took, "
+        "broke, think_ms, auto FROM plays",
+        "tricks": "SELECT * FROM tricks",
+        "deals": "SELECT * FROM deals",
+    },
+    2: {
+        "plays_base": "SELECT match_key, deal, play, seat, card, contract, trump, legal, "
+        "CAST(coalesce(took, 7) | CASE WHEN auto THEN 8 ELSE 0 END "
+        "| (coalesce(enum_code(broke) + 1, 0) << 4) AS UTINYINT) AS flags, think_ms FROM plays",
+        "tricks_base": "SELECT match_key, deal, trick, contract, leader, winner, units, points, "
+        "CAST(card_0 | (CAST(card_1 AS UINTEGER) << 6) | (CAST(card_2 AS UINTEGER) << 12) "
+        "| (CAST(card_3 AS UINTEGER) << 18) AS UINTEGER) AS cards FROM tricks",
+        "deals": "SELECT * FROM deals",
+    },
+}
+
+
+def _rewind(db: str, version: int) -> None:
+    """Turn a store into one of schema ``version``, with the same rows."""
+    con = duckdb.connect(db)
+    for name, select in _OLD_TABLES[version].items():
+        con.execute(f"CREATE TABLE old_{name} AS {select}")
+    for view in ("plays", "tricks", "deals"):
+        con.execute(f"DROP VIEW {view}")
+    for table in ("plays_base", "tricks_base", "deals_base"):
+        con.execute(f"DROP TABLE {table}")
+    for name in _OLD_TABLES[version]:
+        con.execute(f"ALTER TABLE old_{name} RENAME TO {name}")
+    con.execute("CREATE VIEW plays AS SELECT * FROM plays_base")  # as good as the old views
+    if version == 2:
+        con.execute("CREATE VIEW tricks AS SELECT * FROM tricks_base")
+    con.execute("UPDATE kingrec_meta SET value = ? WHERE key = 'schema_version'", [str(version)])
+    con.close()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_store_is_upgraded_keeping_every_deal_trick_and_play(
+    tmp_path: Path, version: int
+) -> None:
     db = str(tmp_path / "k.duckdb")
-    order = {"plays": "match_key, deal, play", "tricks": "match_key, deal, trick"}
+    order = {
+        "plays": "match_key, deal, play",
+        "tricks": "match_key, deal, trick",
+        "deals": "match_key, deal",
+    }
     with Store.open(db) as store:
         store.ingest_matches(_edge_matches(), source="edge")
         before = {v: _rows(store, f"SELECT * FROM {v} ORDER BY {o}") for v, o in order.items()}
-    # Schema 1, as the first stores were written: plays and tricks stored column by column.
-    con = duckdb.connect(db)
-    for view, base in (("plays", "plays_base"), ("tricks", "tricks_base")):
-        columns = ", ".join(
-            n for n in _view_names(con, view) if n not in ("trick", "position", "suit", "rank")
-        ) if view == "plays" else "*"  # fmt: skip
-        con.execute(f"CREATE TABLE old AS SELECT {columns} FROM {view}")
-        con.execute(f"DROP VIEW {view}")
-        con.execute(f"DROP TABLE {base}")
-        con.execute(f"ALTER TABLE old RENAME TO {'plays_base' if view == 'plays' else 'tricks'}")
-    con.execute(
-        "CREATE VIEW plays AS SELECT *, CAST(play // 4 + 1 AS UTINYINT) AS trick, "
-        "CAST(play % 4 AS UTINYINT) AS position, "
-        "CAST(enum_range(NULL::suit)[card // 13 + 1] AS suit) AS suit, "
-        "CAST(card % 13 + 2 AS UTINYINT) AS rank FROM plays_base"
-    )
-    con.execute("UPDATE kingrec_meta SET value = '1' WHERE key = 'schema_version'")
-    con.close()
-    with pytest.raises(StoreVersionError, match="upgrade it to version 2"):
+    _rewind(db, version)
+    with pytest.raises(StoreVersionError, match=f"upgrade it to version {SCHEMA_VERSION}"):
         Store.open(db, read_only=True)
     with Store.open(db) as store:
         after = {v: _rows(store, f"SELECT * FROM {v} ORDER BY {o}") for v, o in order.items()}
         assert after == before
         assert any(row[9] is not None for row in after["plays"])  # broke survived
-        version = _rows(store, "SELECT value FROM kingrec_meta WHERE key = 'schema_version'")
-        assert version == [(str(SCHEMA_VERSION),)]
+        assert any(row[17] is None for row in after["deals"])  # so did a hand that is no deck
+        version_now = _rows(store, "SELECT value FROM kingrec_meta WHERE key = 'schema_version'")
+        assert version_now == [(str(SCHEMA_VERSION),)]
         summary = store.ingest_matches([simulate_match(preset("short"), 99)], source="new")
         assert [v.status for v in summary] == ["stored"]
+    with Store.open(db, read_only=True) as store:  # the upgrade is kept
+        assert store.count("matches") == len(_edge_matches()) + 1
 
 
 def _view_names(con: duckdb.DuckDBPyConnection, view: str) -> list[str]:

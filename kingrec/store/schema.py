@@ -255,8 +255,8 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
             (
                 f"held_{seat}",
                 "UBIGINT",
-                f"seat {seat}'s hand as dealt, one bit per card code (the view unpacks it); "
-                "NULL when the deal is not 52 distinct cards",
+                f"seat {seat}'s hand as dealt, one bit per card code (the view deals unpacks "
+                "it); NULL when the deal is not 52 distinct cards",
             )
             for seat in range(4)
         ),
@@ -364,8 +364,12 @@ def _hand(seat: int) -> tuple[str, str, str]:
     return (
         f"hand_{seat}",
         f"CASE WHEN {held} IS NOT NULL THEN CAST({cards} AS UTINYINT[13]) END",
-        f"seat {seat}'s hand as dealt, card codes (cards.card) in code order; NULL when the "
-        "deal is not 52 distinct cards",
+        (
+            "seat 0's hand as dealt, card codes (cards.card) in code order; NULL when the deal "
+            "is not 52 distinct cards"
+            if seat == 0
+            else f"seat {seat}'s hand"
+        ),
     )
 
 
@@ -375,7 +379,11 @@ def _suits(seat: int) -> tuple[str, str, str]:
     return (
         f"suits_{seat}",
         f"CASE WHEN {held} IS NOT NULL THEN CAST([{lengths}] AS UTINYINT[4]) END",
-        f"seat {seat}'s suit lengths: clubs, diamonds, hearts, spades",
+        (
+            "seat 0's suit lengths: clubs, diamonds, hearts, spades"
+            if seat == 0
+            else f"seat {seat}'s suit lengths"
+        ),
     )
 
 
@@ -585,13 +593,16 @@ def upgrade_statements(version: int) -> list[str]:
         )
         facts = ", ".join(name for name, _, _ in _DEAL_FACTS)
         return [
-            *(f"DROP VIEW IF EXISTS {name}" for name in VIEWS),
+            "DROP VIEW IF EXISTS plays",
+            "DROP VIEW IF EXISTS tricks",
             f"CREATE TABLE plays_v3 AS SELECT {deal_code} AS deal_code, {play_code} AS play_code "
             "FROM plays_base",
             "DROP TABLE plays_base",
             "ALTER TABLE plays_v3 RENAME TO plays_base",
+            # Tricks of schema 2 carry no trumps: their deal's.
             f"CREATE TABLE tricks_v3 AS SELECT {deal_code} AS deal_code, {trick_code} AS "
-            "trick_code, points FROM tricks_base",
+            "trick_code, points FROM (SELECT t.*, d.trump FROM tricks_base t "
+            "JOIN deals d USING (match_key, deal))",
             "DROP TABLE tricks_base",
             "ALTER TABLE tricks_v3 RENAME TO tricks_base",
             f"CREATE TABLE deals_base AS SELECT {facts}, {held}, trump_length "
