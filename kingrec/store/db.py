@@ -41,7 +41,16 @@ def default_path() -> str:
     return os.environ.get("KINGREC_DB") or DEFAULT_DB
 
 
-def _config(external_access: bool) -> dict[str, str | bool | int | float | list[str]]:
+# A writable store caps DuckDB's memory: uncapped, DuckDB keeps every block it wrote cached
+# (up to 80% of RAM), so an ingest's memory grew with the store (measured: 490 MiB after
+# 10,000 matches, 2 GB after 100,000); capped, it stays flat and is no slower. A big query on
+# a writable store (the service's) spills to disk instead; read-only opens are not capped.
+WRITE_MEMORY_LIMIT = "128MB"
+
+
+def _config(
+    external_access: bool, read_only: bool = True
+) -> dict[str, str | bool | int | float | list[str]]:
     config: dict[str, str | bool | int | float | list[str]] = {
         "autoinstall_known_extensions": False,
         "autoload_known_extensions": False,
@@ -50,6 +59,8 @@ def _config(external_access: bool) -> dict[str, str | bool | int | float | list[
     }
     if not external_access:
         config["enable_external_access"] = False
+    if not read_only:
+        config["memory_limit"] = WRITE_MEMORY_LIMIT
     return config
 
 
@@ -60,7 +71,7 @@ def connect(
     exists = Path(path).exists()
     if read_only and not exists:
         raise StoreError(f"{path}: no store there (run kingrec ingest first)")
-    config = _config(external_access)
+    config = _config(external_access, read_only)
     if not exists:
         config["storage_compatibility_version"] = STORAGE_VERSION
     try:

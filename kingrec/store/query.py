@@ -71,7 +71,8 @@ def run_query(
     """Run one read-only query on ``con`` (a cursor of its own is used) within the limits."""
     _one_query(con, sql)
     cursor = con.cursor()
-    timer = threading.Timer(timeout_s, cursor.interrupt)
+    timer = threading.Timer(timeout_s, _interrupt, (cursor,))
+    timer.daemon = True  # a result never read must not keep the process alive
     timer.start()
     try:
         try:
@@ -93,6 +94,13 @@ def run_query(
     result = QueryResult(columns, iter(()))
     result._batches = _limited(reader, cursor, timer, result, max_rows, max_bytes, timeout_s)
     return result
+
+
+def _interrupt(cursor: duckdb.DuckDBPyConnection) -> None:
+    try:
+        cursor.interrupt()
+    except duckdb.Error:
+        pass  # closed meanwhile: the query is over
 
 
 def _limited(

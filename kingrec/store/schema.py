@@ -106,9 +106,11 @@ def _packed_comment(code: str) -> str:
     return f"{_ABOUT_PACKED[code]} ({fields}; the view unpacks it)"
 
 
-def unpacked(code: str, fact: str) -> str:
-    """SQL for one fact of a packed column (a UBIGINT)."""
+def unpacked(code: str, fact: str, skip: int = 0, width: int | None = None) -> str:
+    """SQL for one fact of a packed column (a UBIGINT), or for ``width`` of its bits from its
+    ``skip``-th (one mask and one shift: DuckDB does not merge them, measured)."""
     low, bits = next((low, bits) for name, low, bits in PACKED[code] if name == fact)
+    low, bits = low + skip, min(bits - skip, width or 64)
     shifted = f"({code} >> {low})" if low else code
     return shifted if low + bits == 64 else f"({shifted} & {(1 << bits) - 1})"
 
@@ -469,10 +471,14 @@ VIEWS: dict[str, tuple[str, str, list[tuple[str, str | None, str]]]] = {
                 f"{_PLAY['auto']} = 1",
                 "played by the server for a player out of time",
             ),
-            ("trick", f"CAST({_PLAY['play']} // 4 + 1 AS UTINYINT)", "1-based trick number"),
+            (
+                "trick",
+                f"CAST({unpacked('play_code', 'play', skip=2)} + 1 AS UTINYINT)",
+                "1-based trick number",
+            ),
             (
                 "position",
-                f"CAST({_PLAY['play']} % 4 AS UTINYINT)",
+                f"CAST({unpacked('play_code', 'play', width=2)} AS UTINYINT)",
                 "0 = led .. 3 = last to the trick",
             ),
             (
