@@ -10,6 +10,7 @@ says so). Anything else is a ``QueryRefusedError`` or ``QueryError`` naming the 
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import decimal
 import json
@@ -97,10 +98,8 @@ def run_query(
 
 
 def _interrupt(cursor: duckdb.DuckDBPyConnection) -> None:
-    try:
+    with contextlib.suppress(duckdb.Error):  # closed meanwhile: the query is over
         cursor.interrupt()
-    except duckdb.Error:
-        pass  # closed meanwhile: the query is over
 
 
 def _limited(
