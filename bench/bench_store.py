@@ -35,7 +35,7 @@ import duckdb
 
 from kingrec.container import Frame, KrecWriter, read_frames
 from kingrec.simrun import simulate_to_file
-from kingrec.store.store import BATCH_MATCHES
+from kingrec.store.store import BATCH_MATCHES, WRITERS
 
 OUT = Path(__file__).resolve().parent / "out"
 SEED = 2026
@@ -171,7 +171,9 @@ def main() -> None:
     matches = sum(1 for item in read_frames(path) if isinstance(item, Frame))
     args.batch = args.batch or BATCH_MATCHES
     # The smaller run still spans two batches, so both measure the steady state.
-    small_n = min(matches, max(matches // 10, 2 * args.batch))
+    # The smaller run fills the pipeline (a batch prepared while WRITERS are written) at least
+    # once, else it would hold less in flight than any long ingest and flatter nothing.
+    small_n = min(matches, max(matches // 10, (WRITERS + 2) * args.batch))
     small = OUT / f"{path.stem}-first-{small_n}.krec"
     OUT.mkdir(parents=True, exist_ok=True)
     ensure_prefix(path, small, small_n)

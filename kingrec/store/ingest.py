@@ -113,15 +113,15 @@ def prepare_batch(
     next_key: int,
     *,
     twins: _twins.Twins | None = None,
-    pending: Prepared | None = None,
+    pending: Sequence[Prepared] = (),
 ) -> Prepared:
-    """Judge a batch and build its rows (nothing written). ``pending`` is a batch prepared
-    before and not yet committed: its records count as stored for duplicates and ids."""
+    """Judge a batch and build its rows (nothing written). ``pending`` are batches prepared
+    before and not yet committed: their records count as stored for duplicates and ids."""
     twins = twins or _twins.ACTIVE
     reports = _judge(batch, twins)
     hashes = [_key(p) for p in batch.payloads]
     stored_before = _existing(con, "content_hash", hashes)
-    in_flight = pending.hashes if pending is not None else {}
+    in_flight = {h: match_id for before in pending for h, match_id in before.hashes.items()}
     verdicts: list[RecordVerdict | None] = [None] * len(batch.payloads)
     damage = list(batch.damage)
     keep: list[int] = []

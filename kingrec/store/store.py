@@ -7,7 +7,9 @@ again completes it with nothing stored twice.
 
 from __future__ import annotations
 
+import queue
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,10 +42,12 @@ __all__ = ["BATCH_MATCHES", "IngestSummary", "Store"]
 
 # Records per transaction. Bigger batches cost fewer commits and write more of a batch's rows
 # straight into the file (DuckDB's row groups hold 122,880 rows; smaller appends go through
-# its log and are written twice). Measured on classic matches, DuckDB's CPU per deal: 11.3 µs
-# at 2000, 9.5-10 at 4000, 7.8 at 8000; peak memory of a 30,000-match ingest 532 MiB at
-# 4000, 764 MiB at 8000 (two batches are in flight).
-BATCH_MATCHES = 4000
+# its log, cost a wait on the disk at commit and are written twice). 6500 classic matches
+# are 130,000 deals, so deals too go straight in. Measured on classic matches, DuckDB's CPU
+# (and wall) per deal: 11.2 (14.6) µs at 4000, 8.8 (11.0) at 6500, 8.7 (11.1) at 8000; peak
+# memory of a 30,000-match ingest 533 MiB at 4000, 693 at 6500, 764 at 8000.
+BATCH_MATCHES = 6500
+WRITERS = 2  # transactions written at once by ingest_file
 
 
 @dataclass
@@ -169,12 +173,16 @@ class Store:
         """
         summary = summary or IngestSummary()
         began = time.perf_counter()
-        lookups = self.con.cursor()  # prepare_batch's reads, beside the writer's transaction
-        pending: Prepared | None = None
-        writing: Future[None] | None = None
-        # One batch is prepared (judged, built) while the one before is written: the writes
-        # run in DuckDB, which lets go of the GIL, so both cores work.
-        with open_records(path) as records, ThreadPoolExecutor(1) as writer:
+        lookups = self.con.cursor()  # prepare_batch's reads, beside the writers' transactions
+        writing: deque[tuple[Future[None], Prepared]] = deque()
+        # A batch is prepared (judged, built) while the two before it are written, each in a
+        # transaction of its own on a connection of its own: DuckDB lets go of the GIL while
+        # it writes, and while one transaction waits on the disk at commit the other appends.
+        with (
+            open_records(path) as records,
+            _Cursors(self.con, WRITERS) as cursors,
+            ThreadPoolExecutor(WRITERS) as writer,  # left first: waits for the writes
+        ):
             summary.files += 1
             try:
                 for batch in _batches(records, batch_matches):
@@ -182,21 +190,21 @@ class Store:
                         summary.damaged += 1
                         if len(summary.damage) < 100:
                             summary.damage.append(damage)
+                    pending = [prepared for _, prepared in writing]
                     prepared = prepare_batch(
                         lookups, batch, self._key(), twins=twins, pending=pending
                     )
                     self._next_key = self._key() + prepared.stored
                     summary.deals += prepared.tables["batch_deals"].num_rows
-                    if writing is not None:
-                        writing.result()
-                    writing = writer.submit(write_prepared, self.con, prepared)
-                    pending = prepared
+                    if len(writing) == WRITERS:
+                        writing.popleft()[0].result()
+                    writing.append((writer.submit(cursors.write, prepared), prepared))
                     for verdict in prepared.verdicts:
                         summary.count(verdict)
                     if progress is not None:
                         progress(records.bytes_read)
-                if writing is not None:
-                    writing.result()
+                while writing:
+                    writing.popleft()[0].result()
             finally:
                 lookups.close()
         summary.seconds += time.perf_counter() - began
@@ -282,6 +290,30 @@ class Store:
         for key, *player in rows:
             out[key].append((player[0], player[1], player[2], player[3]))
         return out
+
+
+class _Cursors:
+    """A connection of its own for each writer thread (one transaction each at a time)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, count: int) -> None:
+        self._free: queue.SimpleQueue[duckdb.DuckDBPyConnection] = queue.SimpleQueue()
+        self._all = [con.cursor() for _ in range(count)]
+        for cursor in self._all:
+            self._free.put(cursor)
+
+    def write(self, prepared: Prepared) -> None:
+        cursor = self._free.get()
+        try:
+            write_prepared(cursor, prepared)
+        finally:
+            self._free.put(cursor)
+
+    def __enter__(self) -> _Cursors:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for cursor in self._all:
+            cursor.close()
 
 
 def _batches(records: RecordFile, size: int) -> Iterator[Batch]:
