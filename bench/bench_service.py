@@ -1,20 +1,27 @@
-"""The gRPC service under load: Validate, Watch (live fan-out) and Replay.
+"""The gRPC service under load: Validate, Watch (live fan-out), Replay and Upload.
 
-    python bench/bench_service.py [--seconds 5] [--viewers 100] [--rate 100] [--upload 4000]
+    python bench/bench_service.py [--seconds 5] [--viewers 100] [--rate 10,100]
+        [--watch-seconds 10] [--watch-flush MS] [--processes 2] [--upload 4000]
+        [--only floor,validate,watch,replay,upload]
 
-Starts ``kingrec serve --port 0`` over a fresh store, as a process of its own (the server gets
-a core; the clients, grpc.aio in this process, the other), then measures:
+Starts ``kingrec serve --port 0`` over a fresh store, as a process of its own. The clients
+that make the load run in processes of their own too (``--processes``, each client on a
+connection of its own), so the server shares no interpreter with them; on a small machine
+they still share its cores, so every figure comes with the server's CPU time per unit, the
+figure that does not depend on what else runs.
 
+* floor: what gRPC itself costs: the Validate load against a bare grpc.aio server whose one
+  method does nothing.
 * Validate: records/s with 16 concurrent clients, each sending a simulated classic match
   (a different one each call) as its serialized bytes. Target >= 2,000 records/s.
 * Watch: ``--viewers`` viewers of one live match, plus one viewer that never reads, while a
-  publisher plays a whole classic match at ``--rate`` cards/s (far faster than people
-  play). Every viewer must receive every event in order; the figure is the p99 delay from
-  a card leaving the publisher to its event reaching a viewer. Target p99 <= 100 ms.
+  publisher plays a classic match at each ``--rate`` (cards/s; 10 is brisk for people, 100
+  far faster) for about ``--watch-seconds``. Every viewer must receive every event in
+  order; the figure is the p99 delay from a card leaving the publisher to its event
+  reaching a viewer (CLOCK_MONOTONIC, the same in every process). Target p99 <= 100 ms.
 * Replay: one viewer, as fast as possible, classic matches back to back: events/s.
   Target >= 50,000 events/s.
-
-Upload (>= 20,000 classic matches/s from one stream) comes with the store.
+* Upload: classic matches stored from one stream. Target >= 20,000 matches/s.
 """
 
 from __future__ import annotations
@@ -84,56 +91,62 @@ def percentile(values: list[float], q: float) -> float:
 
 # -- Validate ---------------------------------------------------------------------------------
 
-
-def _validate_process(
-    address: str, records: list[bytes], offsets: list[int], seconds: float, conn: Connection
-) -> None:
-    """One client per offset, each on a connection of its own, calling Validate for
-    ``seconds`` once told to start: (calls, this process's CPU seconds)."""
-    asyncio.run(_validate_clients(address, records, offsets, seconds, conn))
+VALIDATE = "/kingrec.v1.KingrecService/Validate"
+EMPTY = "/kingrec.bench.Floor/Empty"  # the bare gRPC server's one method (see bench_floor)
 
 
-async def _validate_clients(
-    address: str, records: list[bytes], offsets: list[int], seconds: float, conn: Connection
-) -> None:
+def _unary_process(
+    address: str, method: str, requests: list[bytes], clients: list[int], stride: int,
+    conn: Connection,
+) -> None:  # fmt: skip
+    """Clients ``clients`` of ``stride``, each on a connection of its own, calling ``method``
+    with their share of ``requests`` once told until when: (calls, this process's CPU s)."""
+    asyncio.run(_unary_clients(address, method, requests, clients, stride, conn))
+
+
+async def _unary_clients(
+    address: str, method: str, requests: list[bytes], clients: list[int], stride: int,
+    conn: Connection,
+) -> None:  # fmt: skip
     done = 0
-    step = len(offsets) * 1000  # any stride; each client takes its own records
+    check = method == VALIDATE
 
-    async def client(channel: grpc.aio.Channel, offset: int, stop: float) -> None:
+    async def client(channel: grpc.aio.Channel, k: int, stop: float) -> None:
         nonlocal done
-        stub = KingrecServiceStub(channel)
-        i = offset
+        call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(method)
+        i = k
         while time.monotonic() < stop:
-            record = svc.Record(krec=records[i % len(records)])
-            response = await stub.Validate(svc.ValidateRequest(record=record))
-            assert response.report.valid
+            response = await call(requests[i % len(requests)])
+            assert not check or svc.ValidateResponse.FromString(response).report.valid
             done += 1
-            i += step
+            i += stride
 
-    channels = [grpc.aio.insecure_channel(address) for _ in offsets]
+    channels = [grpc.aio.insecure_channel(address) for _ in clients]
     for channel in channels:  # connected and warm
-        await KingrecServiceStub(channel).Validate(
-            svc.ValidateRequest(record=svc.Record(krec=records[0]))
-        )
+        warm: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(method)
+        await warm(requests[0])
     conn.send("ready")
     stop = await asyncio.to_thread(conn.recv)
     cpu = time.process_time()
-    await asyncio.gather(*(client(c, k, stop) for c, k in zip(channels, offsets, strict=True)))
+    await asyncio.gather(*(client(c, k, stop) for c, k in zip(channels, clients, strict=True)))
     cpu = time.process_time() - cpu
     for channel in channels:
         await channel.close()
     conn.send((done, cpu))
 
 
-async def bench_validate(
-    address: str, pid: int, records: list[bytes], seconds: float, clients: int, procs: int
-) -> None:
+async def _unary_load(
+    address: str, pid: int, method: str, requests: list[bytes], seconds: float, clients: int,
+    procs: int,
+) -> tuple[int, float, float, float]:  # fmt: skip
+    """``clients`` concurrent clients in ``procs`` processes calling ``method`` for
+    ``seconds``: (calls, seconds, server CPU s, clients' CPU s)."""
     context = multiprocessing.get_context("spawn")
     pipes = [context.Pipe() for _ in range(procs)]
     workers = [
         context.Process(
-            target=_validate_process,
-            args=(address, records, list(range(k, clients, procs)), seconds, child),
+            target=_unary_process,
+            args=(address, method, requests, list(range(k, clients, procs)), clients, child),
         )
         for k, (_, child) in enumerate(pipes)
     ]
@@ -150,8 +163,16 @@ async def bench_validate(
     cpu = cpu_seconds(pid) - cpu
     for worker in workers:
         worker.join(60)
-    done = sum(n for n, _ in outcomes)
-    client_cpu = sum(c for _, c in outcomes)
+    return sum(n for n, _ in outcomes), elapsed, cpu, sum(c for _, c in outcomes)
+
+
+async def bench_validate(
+    address: str, pid: int, records: list[bytes], seconds: float, clients: int, procs: int
+) -> None:
+    requests = [svc.ValidateRequest(record=svc.Record(krec=r)).SerializeToString() for r in records]
+    done, elapsed, cpu, client_cpu = await _unary_load(
+        address, pid, VALIDATE, requests, seconds, clients, procs
+    )
     rate = done / elapsed
     verdict = "ok" if rate >= 2000 else "BELOW TARGET"
     print(f"Validate: {rate:,.0f} records/s with {clients} concurrent clients (in {procs} "
@@ -159,6 +180,48 @@ async def bench_validate(
           f"{cpu:.1f} s = {cpu / done * 1000:.3f} ms per call, {done / cpu:,.0f} records per "
           f"CPU-second; clients' CPU {client_cpu / done * 1000:.3f} ms per call; target "
           f">= 2,000: {verdict})")  # fmt: skip
+
+
+def _floor_server(conn: Connection) -> None:
+    """A bare grpc.aio server with one unary method that does nothing (bytes in, b"" out)."""
+
+    async def run() -> None:
+        async def empty(request: bytes, context: object) -> bytes:
+            return b""
+
+        handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.unary_unary_rpc_method_handler(empty)
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("kingrec.bench.Floor", {"Empty": handler}),)
+        )
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        conn.send(port)
+        await server.wait_for_termination()
+
+    asyncio.run(run())
+
+
+async def bench_floor(records: list[bytes], seconds: float, clients: int, procs: int) -> None:
+    """What gRPC itself costs a call: the Validate load against a method that does nothing."""
+    requests = [svc.ValidateRequest(record=svc.Record(krec=r)).SerializeToString() for r in records]
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=_floor_server, args=(child,), daemon=True)
+    process.start()
+    try:
+        port = await asyncio.to_thread(parent.recv)
+        assert process.pid is not None
+        done, elapsed, cpu, client_cpu = await _unary_load(
+            f"127.0.0.1:{port}", process.pid, EMPTY, requests, seconds, clients, procs
+        )
+    finally:
+        process.kill()
+        process.join()
+    print(f"gRPC floor (a bare grpc.aio server, a method that does nothing, the Validate "
+          f"load): {done / elapsed:,.0f} calls/s; server CPU {cpu / done * 1000:.3f} ms per "
+          f"call = {done / cpu:,.0f} calls per CPU-second; clients' CPU "
+          f"{client_cpu / done * 1000:.3f} ms per call")  # fmt: skip
 
 
 # -- Watch ------------------------------------------------------------------------------------
@@ -373,6 +436,8 @@ async def main(args: argparse.Namespace) -> None:
             f"{os.cpu_count()} CPUs"
         )
         payloads = [m.SerializeToString() for m in sample]
+        if "floor" in only:
+            await bench_floor(payloads, args.seconds, 16, args.processes)
         if "validate" in only:
             await bench_validate(address, pid, payloads, args.seconds, 16, args.processes)
         if "watch" in only:
@@ -402,6 +467,8 @@ if __name__ == "__main__":
     parser.add_argument("--processes", type=int, default=2, help="client processes")
     parser.add_argument("--upload", type=int, default=4000, help="matches to upload")
     parser.add_argument(
-        "--only", default="validate,watch,replay,upload", help="the figures to measure"
+        "--only",
+        default="floor,validate,watch,replay,upload",
+        help="the figures to measure",
     )
     asyncio.run(main(parser.parse_args()))
