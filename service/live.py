@@ -19,7 +19,9 @@ so they are numbered as a replay of the finished record numbers them. The log is
 for the match's life: viewers are cursors into it, not queues. Publishing an event costs the
 same whatever the viewers do; a viewer that cannot keep up with the events published since it
 came (more than ``max_lag`` waiting) is told so (``FellBehindError``) and resumes from where it
-was, since the log still holds everything.
+was, since the log still holds everything. Viewers are woken at most every ``config.flush``
+seconds, so that the events published in between go to each viewer in one message: a message
+costs the server about the same whatever it holds.
 
 The ``Hub`` keeps the live matches by id, gives each one publisher at a time, abandons a match
 left without a publisher for ``idle_timeout`` seconds, and hands every finished match to one
