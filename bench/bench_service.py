@@ -74,9 +74,17 @@ def server(*options: str) -> Iterator[tuple[str, int]]:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time a process and its children (``--workers``) have used so far,
+    the children's as long as they run (Linux /proc)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if stat.parent.name == str(pid) or fields[1] == str(pid):
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def matches(count: int) -> list[pb.Match]:
@@ -429,11 +437,13 @@ async def bench_upload(address: str, pid: int, count: int) -> None:
 async def main(args: argparse.Namespace) -> None:
     sample = matches(64)
     only = set(args.only.split(","))
-    options = [] if args.watch_flush is None else ["--watch-flush", str(args.watch_flush)]
+    options = ["--workers", str(args.workers)]
+    if args.watch_flush is not None:
+        options += ["--watch-flush", str(args.watch_flush)]
     with server(*options) as (address, pid):
         print(
-            f"kingrec serve at {address}; load average {os.getloadavg()[0]:.1f} on "
-            f"{os.cpu_count()} CPUs"
+            f"kingrec serve --workers {args.workers} at {address}; load average "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         )
         payloads = [m.SerializeToString() for m in sample]
         if "floor" in only:
@@ -464,6 +474,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--watch-flush", type=float, help="the server's --watch-flush (ms; default its own)"
     )
+    parser.add_argument("--workers", type=int, default=1, help="the server's --workers")
     parser.add_argument("--processes", type=int, default=2, help="client processes")
     parser.add_argument("--upload", type=int, default=4000, help="matches to upload")
     parser.add_argument(

@@ -20,7 +20,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from kingrec.records import read_records
 from kingrec.store import Store
+from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 from kingrec_cli.client import pick_match
 from kingrec_cli.publish import live_requests
@@ -376,3 +378,118 @@ def test_an_upload_killed_midway_then_sent_again_loses_nothing_and_stores_nothin
     assert again.returncode == 0, again.stderr
     assert f"{MATCHES - stored} stored, 0 stored invalid, {stored} duplicate(s)" in again.stderr
     assert _check_whole(db) == MATCHES
+
+
+# -- several processes --------------------------------------------------------------------
+
+CONNECTIONS = 16  # the kernel spreads connections over the processes: all on one, 1 in 2**15
+BEARER = (("authorization", f"Bearer {TOKEN}"),)
+
+
+def _sample(name: str) -> pb.Match:
+    return next(r.match for r in read_records(str(SAMPLES / name)) if hasattr(r, "match"))
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == str(pid):
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _failure(call: object) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as caught:
+        if callable(call):
+            call()
+    assert isinstance(caught.value, grpc.Call)
+    return caught.value
+
+
+def _status(error: grpc.RpcError) -> tuple[grpc.StatusCode, str | bytes | None]:
+    assert isinstance(error, grpc.Call)
+    trailers = dict(error.trailing_metadata() or ())
+    return error.code(), trailers.get("kingrec-code")
+
+
+def test_every_call_works_alike_from_every_connection_and_sigterm_stops_every_process(
+    tmp_path: Path,
+) -> None:
+    """``kingrec serve --workers 2``: N processes on one port, one of them owning the store
+    and the live matches; a client cannot tell which process took its connection."""
+    classic, invalid = _sample("valid/classic.krec"), _sample("invalid/must-give-penalty-card.krec")
+    served = start_server(tmp_path / "kingrec.duckdb", "--workers", "2", "--token", TOKEN)
+    try:
+        helpers = [p for p in _children(served.process.pid) if p != served.process.pid]
+        assert helpers  # the worker (and multiprocessing's resource tracker)
+        own = [("grpc.use_local_subchannel_pool", 1)]  # a connection per channel, not shared
+        channels = [grpc.insecure_channel(served.address, own) for _ in range(CONNECTIONS)]
+        stubs = [KingrecServiceStub(c) for c in channels]
+        inline = [
+            e.seq
+            for r in stubs[0].Replay(svc.ReplayRequest(record=svc.Record(match=classic)))
+            for e in r.events
+        ]
+        for k, stub in enumerate(stubs):
+            report = stub.Validate(svc.ValidateRequest(record=svc.Record(match=invalid))).report
+            assert not report.valid and report.findings[0].code == "MUST_GIVE_PENALTY_CARD"
+            record = pb.Match()
+            record.CopyFrom(classic)
+            record.match_id = f"upload-{k}"
+            upload = svc.UploadRequest(records=[svc.Record(match=record)])
+            refused = _failure(lambda: list(stub.Upload(iter([upload]))))  # noqa: B023
+            assert _status(refused) == (grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED")
+            (answer, summary) = list(stub.Upload(iter([upload]), metadata=BEARER))
+            assert answer.verdicts[0].status == svc.StoreVerdict.STATUS_STORED
+            assert summary.summary.stored == 1
+            replayed = stub.Replay(svc.ReplayRequest(match_id=f"upload-{k}"))
+            assert [e.seq for r in replayed for e in r.events] == inline
+            query = svc.QueryRequest(
+                sql="SELECT count(*) AS n FROM matches", format=svc.QueryRequest.FORMAT_JSON
+            )
+            assert "".join(r.json for r in stub.Query(query)) == f'{{"n": {k + 1}}}\n'
+            got = stub.GetMatch(svc.GetMatchRequest(match_id=f"upload-{k}")).match
+            assert got.match_id == f"upload-{k}" and len(got.deals) == len(classic.deals)
+            missing = _failure(lambda: stub.GetMatch(svc.GetMatchRequest(match_id="nope")))  # noqa: B023
+            assert _status(missing) == (grpc.StatusCode.NOT_FOUND, "MATCH_NOT_FOUND")
+        listed = stubs[-1].ListMatches(svc.ListMatchesRequest(limit=100)).matches
+        assert len(listed) == CONNECTIONS
+
+        # a live match published on one connection, watched on all the others
+        requests = list(live_requests(classic, svc.Pace(), "live"))
+        stubs[0].Publish(iter(requests[:1]), metadata=BEARER)
+        seen: dict[int, list[int]] = {}
+
+        def watch(k: int) -> None:
+            watched = stubs[k].Watch(svc.WatchRequest(match_id="live"))
+            seen[k] = [e.seq for r in watched for e in r.events]
+
+        viewers = [threading.Thread(target=watch, args=(k,)) for k in range(1, CONNECTIONS)]
+        for viewer in viewers:
+            viewer.start()
+        time.sleep(0.5)
+        resume = svc.PublishRequest(resume="live")
+        done = stubs[0].Publish(iter([resume, *requests[1:]]), metadata=BEARER)
+        for viewer in viewers:
+            viewer.join(30)
+        assert done.finished
+        assert seen == {k: list(range(1, done.events + 1)) for k in range(1, CONNECTIONS)}
+        for stub in stubs:  # a refusal comes back with its code, whichever process took it
+            card = svc.PublishRequest(card=svc.LiveCard(card=0))
+            over = _failure(lambda: stub.Publish(iter([resume, card]), metadata=BEARER))  # noqa: B023
+            assert _status(over) == (grpc.StatusCode.FAILED_PRECONDITION, "OUT_OF_ORDER")
+        for channel in channels:
+            channel.close()
+    finally:
+        served.process.send_signal(signal.SIGTERM)
+        _, errors = served.process.communicate(timeout=30)
+    assert served.process.returncode == 0 and not errors
+    deadline = time.monotonic() + 10  # multiprocessing's tracker ends once its parent has
+    while [p for p in helpers if Path(f"/proc/{p}").exists()] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in helpers if Path(f"/proc/{p}").exists()]
