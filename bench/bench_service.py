@@ -50,6 +50,9 @@ from kingrec_cli.publish import live_requests
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
 
 KINGREC = Path(sys.executable).parent / "kingrec"
+# Channels of one process to one address share a connection unless told otherwise; each
+# client here is a client of its own.
+OWN = [("grpc.use_local_subchannel_pool", 1)]
 SEED = 7
 
 
@@ -129,7 +132,7 @@ async def _unary_clients(
             done += 1
             i += stride
 
-    channels = [grpc.aio.insecure_channel(address) for _ in clients]
+    channels = [grpc.aio.insecure_channel(address, OWN) for _ in clients]
     for channel in channels:  # connected and warm
         warm: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(method)
         await warm(requests[0])
@@ -250,7 +253,7 @@ async def _viewers(address: str, live_id: str, count: int, conn: Connection) -> 
     entered = 0
     everyone_in = asyncio.Event()
     clock = time.monotonic
-    channels = [grpc.aio.insecure_channel(address) for _ in range(count)]
+    channels = [grpc.aio.insecure_channel(address, OWN) for _ in range(count)]
 
     async def viewer(k: int) -> None:
         nonlocal entered
