@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import signal
 from collections.abc import AsyncGenerator, AsyncIterator
 from multiprocessing.connection import Connection
@@ -40,8 +39,6 @@ if TYPE_CHECKING:
     Context = grpc.aio.ServicerContext[Any, Any]
 
 __all__ = ["forwarded_metadata", "run_helper"]
-
-LOG = logging.getLogger("kingrec_service")
 
 SERVICE = svc.DESCRIPTOR.services_by_name["KingrecService"]
 
