@@ -80,14 +80,18 @@ class _Forward:
             await self._failed(context, error)
 
     async def stream_unary(self, requests: AsyncIterator[bytes], context: Context) -> bytes:
-        call: grpc.aio.StreamUnaryMultiCallable[bytes, bytes] = self.channel.stream_unary(
+        method: grpc.aio.StreamUnaryMultiCallable[bytes, bytes] = self.channel.stream_unary(
             self.method
         )
+        call = method(**self._options(context))
+        pump = asyncio.ensure_future(_pump(requests, call))
         try:
-            response: bytes = await call(requests, **self._options(context))
+            response: bytes = await call
             return response
         except grpc.aio.AioRpcError as error:
             await self._failed(context, error)
+        finally:
+            pump.cancel()
 
     async def unary_stream(self, request: bytes, context: Context) -> AsyncGenerator[bytes]:
         method: grpc.aio.UnaryStreamMultiCallable[bytes, bytes] = self.channel.unary_stream(
@@ -108,14 +112,30 @@ class _Forward:
         method: grpc.aio.StreamStreamMultiCallable[bytes, bytes] = self.channel.stream_stream(
             self.method
         )
-        call = method(requests, **self._options(context))
+        call = method(**self._options(context))
+        pump = asyncio.ensure_future(_pump(requests, call))
         try:
             async for response in call:
                 yield response
         except grpc.aio.AioRpcError as error:
             await self._failed(context, error)
         finally:
+            pump.cancel()
             call.cancel()
+
+
+async def _pump(
+    requests: AsyncIterator[bytes],
+    call: grpc.aio.StreamUnaryCall[bytes, bytes] | grpc.aio.StreamStreamCall[bytes, bytes],
+) -> None:
+    """The client's requests to the primary, until they end or the primary's call does (its
+    status is the answer then)."""
+    try:
+        async for request in requests:
+            await call.write(request)
+        await call.done_writing()
+    except (grpc.aio.AioRpcError, grpc.aio.UsageError, grpc.aio.InternalError):
+        pass  # the call is over: its status says why
 
 
 class _HelperServicer(KingrecServicer):
