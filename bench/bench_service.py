@@ -77,8 +77,8 @@ def server(*options: str) -> Iterator[tuple[str, int]]:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process and its children (``--workers``) have used so far,
-    the children's as long as they run (Linux /proc)."""
+    """User + system CPU time a process and its children have used so far, the children's
+    as long as they run (Linux /proc)."""
     total = 0
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -440,12 +440,10 @@ async def bench_upload(address: str, pid: int, count: int) -> None:
 async def main(args: argparse.Namespace) -> None:
     sample = matches(64)
     only = set(args.only.split(","))
-    options = ["--workers", str(args.workers)]
-    if args.watch_flush is not None:
-        options += ["--watch-flush", str(args.watch_flush)]
+    options = [] if args.watch_flush is None else ["--watch-flush", str(args.watch_flush)]
     with server(*options) as (address, pid):
         print(
-            f"kingrec serve --workers {args.workers} at {address}; load average "
+            f"kingrec serve at {address}; load average "
             f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         )
         payloads = [m.SerializeToString() for m in sample]
@@ -477,7 +475,6 @@ if __name__ == "__main__":
     parser.add_argument(
         "--watch-flush", type=float, help="the server's --watch-flush (ms; default its own)"
     )
-    parser.add_argument("--workers", type=int, default=1, help="the server's --workers")
     parser.add_argument("--processes", type=int, default=2, help="client processes")
     parser.add_argument("--upload", type=int, default=4000, help="matches to upload")
     parser.add_argument(

@@ -89,16 +89,6 @@ from .helptext import Command, epilog
     "go out together, one message per viewer (0: each event at once, at more CPU per event).",
 )
 @click.option(
-    "--workers",
-    type=click.IntRange(1, 64),
-    default=1,
-    show_default=True,
-    metavar="N",
-    help="Serve with N processes sharing the port: more cores for Validate and inline "
-    "replays; this one keeps the store and the live matches, the others forward every other "
-    "call to it (one more hop each).",
-)
-@click.option(
     "--grace",
     type=click.FloatRange(min=0),
     default=10.0,
@@ -115,7 +105,6 @@ def serve(
     db: str | None,
     query_timeout: float,
     watch_flush: float,
-    workers: int,
     grace: float,
 ) -> None:
     """Serve kingrec over gRPC: validate, store and query records, replay them, publish
@@ -145,10 +134,8 @@ def serve(
             notes = ["TLS" if tls_cert else "plaintext", f"store {config.db}"]
             if token:
                 notes.append("Upload and Publish need the token")
-            if workers > 1:
-                notes.append(f"{workers} processes")
             click.echo(f"kingrec: serving on {host}:{bound} ({', '.join(notes)})")
             sys.stdout.flush()
 
-        asyncio.run(run_server(config, ready, workers))
+        asyncio.run(run_server(config, ready))
     click.echo("kingrec: stopped")

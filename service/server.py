@@ -24,17 +24,12 @@ the store closed.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import shutil
 import signal
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
-from multiprocessing.process import BaseProcess
-from pathlib import Path
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -50,7 +45,6 @@ from .live import Hub, LiveConfig
 from .servicers import KingrecServicer
 from .storage import QueryLimits, StoreGateway
 from .stored import store_live
-from .workers import run_helper
 
 __all__ = [
     "MAX_REQUEST_BYTES",
@@ -130,49 +124,23 @@ def _address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
-def build_grpc_server(config: ServiceConfig, *, reuse_port: bool = False) -> grpc.aio.Server:
-    """A grpc.aio server with the interceptors and limits of ``config``, nothing bound yet.
-    ``reuse_port``: other processes may listen on the same port (``--workers``)."""
+def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
+    """The server for ``config``, bound but not started, and the port it is bound to."""
+    if (config.tls_cert is None) != (config.tls_key is None):
+        raise ServerError("TLS needs both a certificate and its key")
     interceptors: list[grpc.aio.ServerInterceptor] = [ErrorInterceptor()]
     if config.token:
         interceptors.append(TokenInterceptor(config.token, GUARDED))
-    return grpc.aio.server(
+    server = grpc.aio.server(
         interceptors=interceptors,
         options=[
             ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
             ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
-            ("grpc.so_reuseport", 1 if reuse_port else 0),
+            ("grpc.so_reuseport", 0),
             ("grpc.keepalive_time_ms", 60_000),  # find viewers that went away silently
             ("grpc.keepalive_timeout_ms", 20_000),
         ],
     )
-
-
-def listen(server: grpc.aio.Server, config: ServiceConfig, port: int) -> int:
-    """Bind ``server`` to ``config.host:port`` (TLS when ``config`` has a certificate): the
-    port bound. Raises ``ServerError`` when it cannot."""
-    address = _address(config.host, port)
-    try:
-        if config.tls_cert is not None and config.tls_key is not None:
-            credentials = grpc.ssl_server_credentials([(config.tls_key, config.tls_cert)])
-            bound = server.add_secure_port(address, credentials)
-        else:
-            bound = server.add_insecure_port(address)
-    except RuntimeError as exc:
-        raise ServerError(f"cannot listen on {address}: {exc}") from None
-    if bound == 0:
-        raise ServerError(f"cannot listen on {address} (in use, or not an address of this host)")
-    return bound
-
-
-def create_server(
-    config: ServiceConfig, *, reuse_port: bool = False, internal: str | None = None
-) -> tuple[KingrecServer, int]:
-    """The server for ``config``, bound but not started, and the port it is bound to.
-    ``internal``: an address it also listens on, without TLS (``--workers``' Unix socket)."""
-    if (config.tls_cert is None) != (config.tls_key is None):
-        raise ServerError("TLS needs both a certificate and its key")
-    server = build_grpc_server(config, reuse_port=reuse_port)
     store = None if config.db is None else StoreGateway.open(config.db, config.query)
     hub = Hub(config.live, None if store is None else partial(store_live, store))
     service_pb2_grpc.add_KingrecServiceServicer_to_server(KingrecServicer(hub, store), server)
@@ -181,76 +149,41 @@ def create_server(
     reflection.enable_server_reflection(
         (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
+    address = _address(config.host, config.port)
     try:
-        port = listen(server, config, config.port)
-        if internal is not None and server.add_insecure_port(internal) == 0:
-            raise ServerError(f"cannot listen on {internal}")
-    except ServerError:
+        if config.tls_cert is not None and config.tls_key is not None:
+            credentials = grpc.ssl_server_credentials([(config.tls_key, config.tls_cert)])
+            port = server.add_secure_port(address, credentials)
+        else:
+            port = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        port, problem = 0, f"cannot listen on {address}: {exc}"
+    else:
+        problem = f"cannot listen on {address} (in use, or not an address of this host)"
+    if port == 0:
         if store is not None:
             store.close()
-        raise
+        raise ServerError(problem)
     return KingrecServer(server, hub, health_servicer, config.grace, store), port
 
 
-async def serve(
-    config: ServiceConfig, ready: Callable[[int], None] | None = None, workers: int = 1
-) -> None:
+async def serve(config: ServiceConfig, ready: Callable[[int], None] | None = None) -> None:
     """Run a server until SIGTERM or SIGINT, then stop it gracefully. ``ready`` is called
-    with the port once the server takes calls. ``workers`` > 1: that many processes share
-    the port (``kingrec_service.workers``; this one owns the store and the live matches)."""
-    folder = tempfile.mkdtemp(prefix="kingrec-serve-") if workers > 1 else None  # mode 0700
-    internal = None if folder is None else f"unix:{Path(folder, 'primary.sock')}"
-    helpers: list[BaseProcess] = []
+    with the port once the server takes calls."""
+    server, port = create_server(config)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
     try:
-        server, port = create_server(config, reuse_port=workers > 1, internal=internal)
-        await server.start()
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
-        try:
-            if internal is not None:
-                helpers = await _start_helpers(replace(config, port=port), internal, workers - 1)
-            if ready is not None:
-                ready(port)
-            await stop.wait()
-        finally:
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.remove_signal_handler(signum)
-            for helper in helpers:  # they stop taking calls; what they forward ends with ours
-                helper.terminate()
-            await server.stop()
-            for helper in helpers:
-                await asyncio.to_thread(helper.join, config.grace + 5)
-                if helper.is_alive():
-                    helper.kill()
+        if ready is not None:
+            ready(port)
+        await stop.wait()
     finally:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-async def _start_helpers(config: ServiceConfig, primary: str, count: int) -> list[BaseProcess]:
-    """``count`` helper processes on ``config.port``, each serving it once started."""
-    context = multiprocessing.get_context("spawn")  # no fork of a process running grpc
-    helpers: list[BaseProcess] = []
-    try:
-        for _ in range(count):
-            parent, child = context.Pipe(duplex=False)
-            helper: BaseProcess = context.Process(target=run_helper, args=(config, primary, child))
-            helper.start()
-            helpers.append(helper)
-            child.close()
-            try:
-                said = await asyncio.to_thread(parent.recv)
-            except EOFError:
-                said = f"a worker could not start (exit status {helper.exitcode})"
-            if said != "ready":
-                raise ServerError(said)
-    except BaseException:
-        for helper in helpers:
-            helper.kill()
-        raise
-    return helpers
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        await server.stop()
 
 
 @contextmanager
