@@ -1,26 +1,34 @@
-"""The gRPC service under load: Validate, Watch (live fan-out) and Replay.
+"""The gRPC service under load: Validate, Watch (live fan-out), Replay and Upload.
 
-    python bench/bench_service.py [--seconds 5] [--viewers 100] [--rate 100] [--upload 4000]
+    python bench/bench_service.py [--seconds 5] [--viewers 100] [--rate 10,100]
+        [--watch-seconds 10] [--watch-flush MS] [--processes 2] [--upload 4000]
+        [--only floor,validate,watch,replay,upload]
 
-Starts ``kingrec serve --port 0`` over a fresh store, as a process of its own (the server gets
-a core; the clients, grpc.aio in this process, the other), then measures:
+Starts ``kingrec serve --port 0`` over a fresh store, as a process of its own. The clients
+that make the load run in processes of their own too (``--processes``, each client on a
+connection of its own), so the server shares no interpreter with them; on a small machine
+they still share its cores, so every figure comes with the server's CPU time per unit, the
+figure that does not depend on what else runs.
 
+* floor: what gRPC itself costs: the Validate load against a bare grpc.aio server whose one
+  method does nothing.
 * Validate: records/s with 16 concurrent clients, each sending a simulated classic match
   (a different one each call) as its serialized bytes. Target >= 2,000 records/s.
 * Watch: ``--viewers`` viewers of one live match, plus one viewer that never reads, while a
-  publisher plays a whole classic match at ``--rate`` cards/s (far faster than people
-  play). Every viewer must receive every event in order; the figure is the p99 delay from
-  a card leaving the publisher to its event reaching a viewer. Target p99 <= 100 ms.
+  publisher plays a classic match at each ``--rate`` (cards/s; 10 is brisk for people, 100
+  far faster) for about ``--watch-seconds``. Every viewer must receive every event in
+  order; the figure is the p99 delay from a card leaving the publisher to its event
+  reaching a viewer (CLOCK_MONOTONIC, the same in every process). Target p99 <= 100 ms.
 * Replay: one viewer, as fast as possible, classic matches back to back: events/s.
   Target >= 50,000 events/s.
-
-Upload (>= 20,000 classic matches/s from one stream) comes with the store.
+* Upload: classic matches stored from one stream. Target >= 20,000 matches/s.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import statistics
 import subprocess
@@ -29,6 +37,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import grpc
@@ -41,16 +50,19 @@ from kingrec_cli.publish import live_requests
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
 
 KINGREC = Path(sys.executable).parent / "kingrec"
+# Channels of one process to one address share a connection unless told otherwise; each
+# client here is a client of its own.
+OWN = [("grpc.use_local_subchannel_pool", 1)]
 SEED = 7
 
 
 @contextmanager
-def server() -> Iterator[tuple[str, int]]:
+def server(*options: str) -> Iterator[tuple[str, int]]:
     """``kingrec serve`` over a fresh store in a temporary folder: its address and pid."""
     with tempfile.TemporaryDirectory() as folder:
         process = subprocess.Popen(
             [str(KINGREC), "serve", "--port", "0", "--grace", "1",
-             "--db", str(Path(folder, "bench.duckdb"))],
+             "--db", str(Path(folder, "bench.duckdb")), *options],
             stdout=subprocess.PIPE,
             text=True,
         )  # fmt: skip
@@ -65,9 +77,17 @@ def server() -> Iterator[tuple[str, int]]:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU time a process and its children have used so far, the children's
+    as long as they run (Linux /proc)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if stat.parent.name == str(pid) or fields[1] == str(pid):
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def matches(count: int) -> list[pb.Match]:
@@ -82,101 +102,183 @@ def percentile(values: list[float], q: float) -> float:
 
 # -- Validate ---------------------------------------------------------------------------------
 
+VALIDATE = "/kingrec.v1.KingrecService/Validate"
+EMPTY = "/kingrec.bench.Floor/Empty"  # the bare gRPC server's one method (see bench_floor)
+
+
+def _unary_process(
+    address: str, method: str, requests: list[bytes], clients: list[int], stride: int,
+    conn: Connection,
+) -> None:  # fmt: skip
+    """Clients ``clients`` of ``stride``, each on a connection of its own, calling ``method``
+    with their share of ``requests`` once told until when: (calls, this process's CPU s)."""
+    asyncio.run(_unary_clients(address, method, requests, clients, stride, conn))
+
+
+async def _unary_clients(
+    address: str, method: str, requests: list[bytes], clients: list[int], stride: int,
+    conn: Connection,
+) -> None:  # fmt: skip
+    done = 0
+    check = method == VALIDATE
+
+    async def client(channel: grpc.aio.Channel, k: int, stop: float) -> None:
+        nonlocal done
+        call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(method)
+        i = k
+        while time.monotonic() < stop:
+            response = await call(requests[i % len(requests)])
+            assert not check or svc.ValidateResponse.FromString(response).report.valid
+            done += 1
+            i += stride
+
+    channels = [grpc.aio.insecure_channel(address, OWN) for _ in clients]
+    for channel in channels:  # connected and warm
+        warm: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(method)
+        await warm(requests[0])
+    conn.send("ready")
+    stop = await asyncio.to_thread(conn.recv)
+    cpu = time.process_time()
+    await asyncio.gather(*(client(c, k, stop) for c, k in zip(channels, clients, strict=True)))
+    cpu = time.process_time() - cpu
+    for channel in channels:
+        await channel.close()
+    conn.send((done, cpu))
+
+
+async def _unary_load(
+    address: str, pid: int, method: str, requests: list[bytes], seconds: float, clients: int,
+    procs: int,
+) -> tuple[int, float, float, float]:  # fmt: skip
+    """``clients`` concurrent clients in ``procs`` processes calling ``method`` for
+    ``seconds``: (calls, seconds, server CPU s, clients' CPU s)."""
+    context = multiprocessing.get_context("spawn")
+    pipes = [context.Pipe() for _ in range(procs)]
+    workers = [
+        context.Process(
+            target=_unary_process,
+            args=(address, method, requests, list(range(k, clients, procs)), clients, child),
+        )
+        for k, (_, child) in enumerate(pipes)
+    ]
+    for worker in workers:
+        worker.start()
+    for parent, _ in pipes:
+        assert await asyncio.to_thread(parent.recv) == "ready"
+    cpu = cpu_seconds(pid)
+    started = time.monotonic()
+    for parent, _ in pipes:
+        parent.send(started + seconds)
+    outcomes = [await asyncio.to_thread(parent.recv) for parent, _ in pipes]
+    elapsed = time.monotonic() - started
+    cpu = cpu_seconds(pid) - cpu
+    for worker in workers:
+        worker.join(60)
+    return sum(n for n, _ in outcomes), elapsed, cpu, sum(c for _, c in outcomes)
+
 
 async def bench_validate(
-    address: str, pid: int, records: list[bytes], seconds: float, clients: int
+    address: str, pid: int, records: list[bytes], seconds: float, clients: int, procs: int
 ) -> None:
-    done = 0
-    stop = time.perf_counter() + seconds
-
-    async def client(stub: KingrecServiceStub, offset: int) -> None:
-        nonlocal done
-        i = offset
-        while time.perf_counter() < stop:
-            record = svc.Record(krec=records[i % len(records)])
-            response = await stub.Validate(svc.ValidateRequest(record=record))
-            assert response.report.valid
-            done += 1
-            i += clients
-
-    async with grpc.aio.insecure_channel(address) as channel:
-        stub = KingrecServiceStub(channel)
-        await stub.Validate(svc.ValidateRequest(record=svc.Record(krec=records[0])))  # warm up
-        cpu = cpu_seconds(pid)
-        started = time.perf_counter()
-        await asyncio.gather(*(client(stub, k) for k in range(clients)))
-        elapsed = time.perf_counter() - started
-        cpu = cpu_seconds(pid) - cpu
+    requests = [svc.ValidateRequest(record=svc.Record(krec=r)).SerializeToString() for r in records]
+    done, elapsed, cpu, client_cpu = await _unary_load(
+        address, pid, VALIDATE, requests, seconds, clients, procs
+    )
     rate = done / elapsed
     verdict = "ok" if rate >= 2000 else "BELOW TARGET"
-    print(f"Validate: {rate:,.0f} records/s with {clients} concurrent clients "
-          f"({done} calls in {elapsed:.1f} s; server CPU {cpu:.1f} s = {done / cpu:,.0f} "
-          f"records per CPU-second; target >= 2,000: {verdict})")  # fmt: skip
+    print(f"Validate: {rate:,.0f} records/s with {clients} concurrent clients (in {procs} "
+          f"processes, a connection each; {done} calls in {elapsed:.1f} s; server CPU "
+          f"{cpu:.1f} s = {cpu / done * 1000:.3f} ms per call, {done / cpu:,.0f} records per "
+          f"CPU-second; clients' CPU {client_cpu / done * 1000:.3f} ms per call; target "
+          f">= 2,000: {verdict})")  # fmt: skip
+
+
+def _floor_server(conn: Connection) -> None:
+    """A bare grpc.aio server with one unary method that does nothing (bytes in, b"" out)."""
+
+    async def run() -> None:
+        async def empty(request: bytes, context: object) -> bytes:
+            return b""
+
+        handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.unary_unary_rpc_method_handler(empty)
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("kingrec.bench.Floor", {"Empty": handler}),)
+        )
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        conn.send(port)
+        await server.wait_for_termination()
+
+    asyncio.run(run())
+
+
+async def bench_floor(records: list[bytes], seconds: float, clients: int, procs: int) -> None:
+    """What gRPC itself costs a call: the Validate load against a method that does nothing."""
+    requests = [svc.ValidateRequest(record=svc.Record(krec=r)).SerializeToString() for r in records]
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=_floor_server, args=(child,), daemon=True)
+    process.start()
+    try:
+        port = await asyncio.to_thread(parent.recv)
+        assert process.pid is not None
+        done, elapsed, cpu, client_cpu = await _unary_load(
+            f"127.0.0.1:{port}", process.pid, EMPTY, requests, seconds, clients, procs
+        )
+    finally:
+        process.kill()
+        process.join()
+    print(f"gRPC floor (a bare grpc.aio server, a method that does nothing, the Validate "
+          f"load): {done / elapsed:,.0f} calls/s; server CPU {cpu / done * 1000:.3f} ms per "
+          f"call = {done / cpu:,.0f} calls per CPU-second; clients' CPU "
+          f"{client_cpu / done * 1000:.3f} ms per call")  # fmt: skip
 
 
 # -- Watch ------------------------------------------------------------------------------------
 
+WATCH = "/kingrec.v1.KingrecService/Watch"
 
-async def bench_watch(address: str, match: pb.Match, viewers: int, rate: float) -> None:
-    live_id = f"bench-live-{time.time_ns()}"
-    sent: dict[tuple[int, int], float] = {}  # (deal, play) -> when the card left
-    # Each viewer keeps the raw responses and when they came; they are decoded afterwards,
-    # so that the figure is the service's delivery, not this process decoding 100 streams.
-    raw: list[list[tuple[float, bytes]]] = [[] for _ in range(viewers)]
-    requests = list(live_requests(match, svc.Pace(), live_id))
 
-    async with grpc.aio.insecure_channel(address) as channel:
-        stub = KingrecServiceStub(channel)
-        await stub.Publish(iter(requests[:1]))  # the match exists; viewers can come
-        watch: grpc.aio.UnaryStreamMultiCallable[svc.WatchRequest, bytes] = channel.unary_stream(
-            "/kingrec.v1.KingrecService/Watch",
-            request_serializer=svc.WatchRequest.SerializeToString,
-            response_deserializer=None,
+def _viewer_process(address: str, live_id: str, count: int, conn: Connection) -> None:
+    """``count`` viewers of ``live_id``, each on a connection of its own, in this process."""
+    asyncio.run(_viewers(address, live_id, count, conn))
+
+
+async def _viewers(address: str, live_id: str, count: int, conn: Connection) -> None:
+    # Each viewer keeps the raw responses and when they came (CLOCK_MONOTONIC, the same in
+    # every process); they are decoded afterwards, so that the figure is the service's
+    # delivery, not this process decoding its streams.
+    raw: list[list[tuple[float, bytes]]] = [[] for _ in range(count)]
+    entered = 0
+    everyone_in = asyncio.Event()
+    clock = time.monotonic
+    channels = [grpc.aio.insecure_channel(address, OWN) for _ in range(count)]
+
+    async def viewer(k: int) -> None:
+        nonlocal entered
+        watch: grpc.aio.UnaryStreamMultiCallable[svc.WatchRequest, bytes] = channels[
+            k
+        ].unary_stream(
+            WATCH, request_serializer=svc.WatchRequest.SerializeToString, response_deserializer=None
         )
+        out = raw[k]
+        async for response in watch(svc.WatchRequest(match_id=live_id)):
+            out.append((clock(), response))
+            if len(out) == 1:  # the snapshot: this viewer is in
+                entered += 1
+                if entered == count:
+                    everyone_in.set()
 
-        async def viewer(k: int) -> None:
-            out = raw[k]
-            clock = time.perf_counter
-            async for response in watch(svc.WatchRequest(match_id=live_id)):
-                out.append((clock(), response))
-
-        async def publisher() -> AsyncIterator[svc.PublishRequest]:
-            yield svc.PublishRequest(resume=live_id)
-            deal = 0
-            gap = 1 / rate
-            next_at = time.perf_counter()
-            for request in requests[1:]:
-                if request.HasField("deal"):
-                    deal += 1
-                    play = 0
-                elif request.HasField("card"):
-                    next_at += gap
-                    await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
-                    sent[(deal, play)] = time.perf_counter()
-                    play += 1
-                yield request
-
-        options = [("grpc.http2.lookahead_bytes", 1024), ("grpc.http2.bdp_probe", 0)]
-        async with grpc.aio.insecure_channel(address, options=options) as idle_channel:
-            idle = KingrecServiceStub(idle_channel).Watch(svc.WatchRequest(match_id=live_id))
-            await idle.read()  # the snapshot; then it never reads again
-            tasks = [asyncio.ensure_future(viewer(k)) for k in range(viewers)]
-            await asyncio.sleep(0.5)
-            started = time.perf_counter()
-            response = await stub.Publish(publisher())
-            publish_seconds = time.perf_counter() - started
-            await asyncio.wait_for(asyncio.gather(*tasks), 60)
-            idle.cancel()
-    total = response.events
-    received = [_decoded(responses) for responses in raw]
-    complete = all([seq for seq, _, _ in r] == list(range(1, total + 1)) for r in received)
-    delays = [(at - sent[card]) * 1000 for r in received for _, at, card in r if card is not None]
-    p50, p99 = statistics.median(delays), percentile(delays, 0.99)
-    verdict = "ok" if p99 <= 100 and complete else "BELOW TARGET"
-    print(f"Watch: {viewers} viewers + 1 that never reads, {len(sent)} cards at {rate:g}/s "
-          f"({total} events; publisher took {publish_seconds:.1f} s); every viewer got every "
-          f"event in order: {complete}; publish->delivery p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
-          f"max {max(delays):.1f} ms (target p99 <= 100 ms: {verdict})")  # fmt: skip
+    cpu = time.process_time()
+    tasks = [asyncio.ensure_future(viewer(k)) for k in range(count)]
+    await everyone_in.wait()
+    conn.send("in")
+    await asyncio.gather(*tasks)
+    cpu = time.process_time() - cpu
+    for channel in channels:
+        await channel.close()
+    conn.send((cpu, sum(len(r) for r in raw), [_decoded(r) for r in raw]))
 
 
 def _decoded(
@@ -189,6 +291,93 @@ def _decoded(
             played = event.card_played if event.HasField("card_played") else None
             out.append((event.seq, at, (played.deal, played.play) if played else None))
     return out
+
+
+def _published(match: pb.Match, live_id: str, cards: int) -> list[svc.PublishRequest]:
+    """The Publish stream of ``match``'s first ``cards`` cards, then its end (abandoned
+    there when the match is longer)."""
+    requests = list(live_requests(match, svc.Pace(), live_id))
+    out, played = [], 0
+    for request in requests[:-1]:
+        if request.HasField("card"):
+            if played == cards:
+                break
+            played += 1
+        out.append(request)
+    ended = played == sum(len(d.plays) for d in match.deals)
+    out.append(requests[-1] if ended else svc.PublishRequest(end=svc.LiveEnd(
+        status=pb.MATCH_STATUS_ABANDONED, reason="the benchmark stopped here")))  # fmt: skip
+    return out
+
+
+async def bench_watch(
+    address: str, pid: int, match: pb.Match, viewers: int, rate: float, seconds: float, procs: int
+) -> None:
+    live_id = f"bench-live-{time.time_ns()}"
+    sent: dict[tuple[int, int], float] = {}  # (deal, play) -> when the card left
+    requests = _published(match, live_id, max(1, round(rate * seconds)))
+    context = multiprocessing.get_context("spawn")
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = KingrecServiceStub(channel)
+        await stub.Publish(iter(requests[:1]))  # the match exists; viewers can come
+        shares = [viewers // procs + (k < viewers % procs) for k in range(procs)]
+        pipes = [context.Pipe() for _ in shares]
+        workers = [
+            context.Process(target=_viewer_process, args=(address, live_id, n, child))
+            for n, (_, child) in zip(shares, pipes, strict=True)
+        ]
+        for worker in workers:
+            worker.start()
+        for parent, _ in pipes:
+            assert await asyncio.to_thread(parent.recv) == "in"
+
+        async def publisher() -> AsyncIterator[svc.PublishRequest]:
+            yield svc.PublishRequest(resume=live_id)
+            deal = play = 0
+            gap = 1 / rate
+            next_at = time.monotonic()
+            for request in requests[1:]:
+                if request.HasField("deal"):
+                    deal += 1
+                    play = 0
+                elif request.HasField("card"):
+                    next_at += gap
+                    await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+                    sent[(deal, play)] = time.monotonic()
+                    play += 1
+                yield request
+
+        options = [("grpc.http2.lookahead_bytes", 1024), ("grpc.http2.bdp_probe", 0)]
+        async with grpc.aio.insecure_channel(address, options=options) as idle_channel:
+            idle = KingrecServiceStub(idle_channel).Watch(svc.WatchRequest(match_id=live_id))
+            await idle.read()  # the snapshot; then it never reads again
+            cpu = cpu_seconds(pid)
+            started = time.monotonic()
+            response = await stub.Publish(publisher())
+            publish_seconds = time.monotonic() - started
+            outcomes = [await asyncio.to_thread(parent.recv) for parent, _ in pipes]
+            cpu = cpu_seconds(pid) - cpu
+            idle.cancel()
+        for worker in workers:
+            worker.join(60)
+    total = response.events
+    received = [r for _, _, results in outcomes for r in results]
+    messages = sum(m for _, m, _ in outcomes)
+    client_cpu = sum(c for c, _, _ in outcomes)
+    complete = len(received) == viewers and all(
+        [seq for seq, _, _ in r] == list(range(1, total + 1)) for r in received
+    )
+    delays = [(at - sent[card]) * 1000 for r in received for _, at, card in r if card is not None]
+    p50, p99 = statistics.median(delays), percentile(delays, 0.99)
+    delivered = viewers * total
+    verdict = "ok" if p99 <= 100 and complete else "BELOW TARGET"
+    print(f"Watch at {rate:g} cards/s: {viewers} viewers (in {procs} processes, a connection "
+          f"each) + 1 that never reads, {len(sent)} cards ({total} events; publisher took "
+          f"{publish_seconds:.1f} s); every viewer got every event in order: {complete}; "
+          f"publish->delivery p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {max(delays):.1f} ms "
+          f"(target p99 <= 100 ms: {verdict}); server CPU {cpu:.2f} s = "
+          f"{cpu / delivered * 1e6:.1f} us per event delivered, {cpu / messages * 1e6:.1f} us "
+          f"per message ({messages} messages); viewers' CPU {client_cpu:.1f} s")  # fmt: skip
 
 
 # -- Replay -----------------------------------------------------------------------------------
@@ -250,22 +439,47 @@ async def bench_upload(address: str, pid: int, count: int) -> None:
 
 async def main(args: argparse.Namespace) -> None:
     sample = matches(64)
-    with server() as (address, pid):
+    only = set(args.only.split(","))
+    options = [] if args.watch_flush is None else ["--watch-flush", str(args.watch_flush)]
+    with server(*options) as (address, pid):
         print(
-            f"kingrec serve at {address}; load average {os.getloadavg()[0]:.1f} on "
-            f"{os.cpu_count()} CPUs"
+            f"kingrec serve at {address}; load average "
+            f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         )
         payloads = [m.SerializeToString() for m in sample]
-        await bench_validate(address, pid, payloads, args.seconds, 16)
-        await bench_watch(address, sample[0], args.viewers, args.rate)
-        await bench_replay(address, pid, sample, args.seconds)
-        await bench_upload(address, pid, args.upload)
+        if "floor" in only:
+            await bench_floor(payloads, args.seconds, 16, args.processes)
+        if "validate" in only:
+            await bench_validate(address, pid, payloads, args.seconds, 16, args.processes)
+        if "watch" in only:
+            for rate in (float(r) for r in args.rate.split(",")):
+                await bench_watch(
+                    address, pid, sample[0], args.viewers, rate, args.watch_seconds, args.processes
+                )
+        if "replay" in only:
+            await bench_replay(address, pid, sample, args.seconds)
+        if "upload" in only:
+            await bench_upload(address, pid, args.upload)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="per throughput figure")
     parser.add_argument("--viewers", type=int, default=100)
-    parser.add_argument("--rate", type=float, default=100.0, help="cards/s the publisher plays")
+    parser.add_argument(
+        "--rate", default="10,100", help="cards/s the publisher plays (a comma-separated list)"
+    )
+    parser.add_argument(
+        "--watch-seconds", type=float, default=10.0, help="publish for about this long per rate"
+    )
+    parser.add_argument(
+        "--watch-flush", type=float, help="the server's --watch-flush (ms; default its own)"
+    )
+    parser.add_argument("--processes", type=int, default=2, help="client processes")
     parser.add_argument("--upload", type=int, default=4000, help="matches to upload")
+    parser.add_argument(
+        "--only",
+        default="floor,validate,watch,replay,upload",
+        help="the figures to measure",
+    )
     asyncio.run(main(parser.parse_args()))

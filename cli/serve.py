@@ -12,6 +12,7 @@ import click
 from kingrec.store.db import default_path
 from kingrec_service import ServiceConfig
 from kingrec_service import serve as run_server
+from kingrec_service.live import LiveConfig
 from kingrec_service.storage import QueryLimits
 
 from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_OK, EXIT_UNREADABLE, user_errors
@@ -79,6 +80,15 @@ from .helptext import Command, epilog
     help="How long one Query may run.",
 )
 @click.option(
+    "--watch-flush",
+    type=click.FloatRange(min=0, max=10_000),
+    default=round(LiveConfig.flush * 1000),
+    show_default=True,
+    metavar="MS",
+    help="Wake the viewers of a live match at most this often: events published in between "
+    "go out together, one message per viewer (0: each event at once, at more CPU per event).",
+)
+@click.option(
     "--grace",
     type=click.FloatRange(min=0),
     default=10.0,
@@ -94,6 +104,7 @@ def serve(
     tls_key: str | None,
     db: str | None,
     query_timeout: float,
+    watch_flush: float,
     grace: float,
 ) -> None:
     """Serve kingrec over gRPC: validate, store and query records, replay them, publish
@@ -116,6 +127,7 @@ def serve(
             db=db or default_path(),
             query=QueryLimits(timeout_s=query_timeout),
             grace=grace,
+            live=LiveConfig(flush=watch_flush / 1000),
         )
 
         def ready(bound: int) -> None:

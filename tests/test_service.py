@@ -570,3 +570,44 @@ def test_watching_as_one_seat_shows_its_hand_only(stub: KingrecServiceStub) -> N
         assert [len(h.cards) for h in hands] == [0, 0, 13, 0]
         legal_shown = [e.card_played.seat for e in deal_events if e.card_played.legal]
         assert set(legal_shown) <= {2}
+
+
+def test_events_published_within_the_flush_reach_a_viewer_together_and_a_lone_one_at_once() -> None:
+    """A live match wakes its viewers at most every ``LiveConfig.flush`` seconds: the first
+    event after a quiet spell goes out at once; what is published in the flush after it
+    travels together, one message per viewer, in order."""
+    flush = 1.0
+    deal = CLASSIC.deals[0]
+    cards = [svc.PublishRequest(card=svc.LiveCard(card=c)) for c in deal.plays[:9]]
+    with (
+        running_server(ServiceConfig(live=LiveConfig(flush=flush))) as (_, port),
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+    ):
+        stub = KingrecServiceStub(channel)
+        stub.Publish(iter([_start(CLASSIC, "live-flush")]))
+        came: list[tuple[float, list[int]]] = []
+
+        def view() -> None:
+            for response in stub.Watch(svc.WatchRequest(match_id="live-flush")):
+                came.append((time.monotonic(), [e.seq for e in response.events]))
+
+        viewer = threading.Thread(target=view)
+        viewer.start()
+        time.sleep(flush + 0.2)  # a quiet spell
+        published = time.monotonic()
+        resume = svc.PublishRequest(resume="live-flush")
+        stub.Publish(iter([resume, _deal_start(deal), *cards[:8]]))
+        time.sleep(2 * flush + 0.2)  # the flush came; then a quiet spell again
+        stub.Publish(iter([resume, cards[8]]))
+        time.sleep(0.5)
+        stub.Publish(iter([resume, svc.PublishRequest(end=svc.LiveEnd())]))
+        viewer.join(10)
+    snapshot, start, cards_and_tricks, lone, end = came
+    assert snapshot[1] == [1]  # match_started
+    assert start[1] == [2, 3]  # deal_started, contract_chosen: at once
+    assert start[0] - published < flush
+    assert cards_and_tricks[1] == list(range(4, 14))  # 8 cards, 2 tricks won: together
+    assert cards_and_tricks[0] - start[0] >= flush * 0.9
+    assert lone[1] == [14]  # the ninth card, after a quiet spell: alone
+    assert end[1] == [15, 16]  # the deal and the match ended, within the flush: together
+    assert end[0] - lone[0] >= flush * 0.9

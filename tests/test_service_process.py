@@ -180,6 +180,38 @@ def test_the_commands_upload_and_query_against_the_server(served: Served) -> Non
         assert got == pick_match(str(CLASSIC), "classic-1", None)
 
 
+def test_watch_flush_sets_how_long_events_gather_before_viewers_get_them(tmp_path: Path) -> None:
+    """``kingrec serve --watch-flush MS``: the first event after a quiet spell reaches a viewer
+    at once, the events published within MS after it together, MS later."""
+    served = start_server(tmp_path / "kingrec.duckdb", "--watch-flush", "1000")
+    match = pick_match(str(CLASSIC), "classic-1", None)
+    requests = list(live_requests(match, svc.Pace(), "flush"))
+    came: list[tuple[float, list[int]]] = []
+    try:
+        with grpc.insecure_channel(served.address) as channel:
+            stub = KingrecServiceStub(channel)
+            stub.Publish(iter(requests[:1]))
+
+            def view() -> None:
+                for response in stub.Watch(svc.WatchRequest(match_id="flush")):
+                    came.append((time.monotonic(), [e.seq for e in response.events]))
+                    if len(came) == 3:
+                        return
+
+            viewer = threading.Thread(target=view)
+            viewer.start()
+            time.sleep(1.2)  # a quiet spell
+            stub.Publish(iter([svc.PublishRequest(resume="flush"), *requests[1:4]]))
+            viewer.join(10)
+    finally:
+        served.process.send_signal(signal.SIGTERM)
+        served.process.communicate(timeout=30)
+    (_, snapshot), (dealt_at, dealt), (played_at, played) = came
+    assert snapshot == [1]  # match_started
+    assert dealt == [2, 3]  # deal_started, contract_chosen: at once
+    assert played == [4, 5] and played_at - dealt_at >= 0.9  # two cards: together, later
+
+
 def test_sigterm_ends_streams_cleanly_stores_live_matches_and_exits(served: Served) -> None:
     """Runs last in this module: it stops the server."""
     outcome: dict[str, object] = {}

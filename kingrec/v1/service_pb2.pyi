@@ -1045,6 +1045,11 @@ Global___WatchRequest: _TypeAlias = WatchRequest  # noqa: Y015
 
 @_typing.final
 class WatchResponse(_message.Message):
+    """Events in order. Events that happen close together (within the server's
+    watch flush, 40 ms unless set otherwise; a card and the trick it wins always)
+    travel together; an event after a quiet spell comes at once.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     EVENTS_FIELD_NUMBER: _builtins.int
