@@ -4,9 +4,9 @@
 
 ``ColumnBuilder.add`` reads one serialized ``kingrec.v1.Match`` in place (``_v1wire``,
 ``_wire``), replays its deals with the compiled core (``_core.pxd``) and appends its rows to
-growing C buffers: the match's own row, its players, deals, tricks and plays. ``take`` hands
-every column over as bytes, laid out as ``kingrec.store.columns`` describes, for pyarrow to
-wrap without copying. The pure-Python twin is ``kingrec.store.rows``; tests hold the two to
+growing C buffers: the match's own row, its players, deals, tricks and plays (their facts
+packed into the codes of ``kingrec.store.schema.PACKED``). ``take`` hands every buffer over,
+uncopied, laid out as ``kingrec.store.columns`` describes, for pyarrow to wrap as is. The pure-Python twin is ``kingrec.store.rows``; tests hold the two to
 identical tables. A record whose wire bytes this reader does not fully understand is left
 to the twin (``add`` answers -1), so the rows never differ.
 """
