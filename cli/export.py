@@ -18,6 +18,7 @@ from .errors import (
     user_errors,
 )
 from .helptext import Command, epilog
+from .store_option import store_option
 from .terminal import Terminal
 
 __all__ = ["export"]
@@ -56,12 +57,7 @@ Spark: spark.read.parquet("DIR/plays").createOrReplaceTempView("plays")"""
     type=click.Path(file_okay=False),
     help="Directory to create with the Parquet files (written beside it, then moved in).",
 )
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="The store (default: $KINGREC_DB, else kingrec.duckdb).",
-)
+@store_option()
 @click.option("--overwrite", is_flag=True, help="Replace DIR when it exists.")
 @click.option("-q", "--quiet", is_flag=True, help="No summary line; errors only.")
 def export(out_dir: str, db: str | None, overwrite: bool, quiet: bool) -> None:

@@ -29,6 +29,7 @@ from .helptext import Command, epilog
 from .lines import damage_line
 from .places import damage_sentence, place
 from .stops import Stops
+from .store_option import store_option
 from .terminal import Terminal
 
 __all__ = ["ingest"]
@@ -81,12 +82,7 @@ class Run:
     ),
 )
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="The store, a DuckDB file, created when new (default: $KINGREC_DB, else kingrec.duckdb).",
-)
+@store_option("The store, a DuckDB file, created when new")
 @click.option(
     "--json",
     "as_json",

@@ -20,6 +20,7 @@ from .errors import (
 from .helptext import Command, epilog
 from .server_options import server_options
 from .stops import Stops
+from .store_option import store_option
 from .streams import is_terminal
 from .tabular import FORMATS, Format, write_rows
 from .terminal import Terminal
@@ -64,12 +65,7 @@ def default_format(term: Terminal) -> Format:
     ),
 )
 @click.argument("sql")
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="The store (default: $KINGREC_DB, else kingrec.duckdb).",
-)
+@store_option()
 @click.option(
     "-f",
     "--format",

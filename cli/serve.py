@@ -17,6 +17,7 @@ from kingrec_service.storage import QueryLimits
 
 from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_OK, EXIT_UNREADABLE, user_errors
 from .helptext import Command, epilog
+from .store_option import store_option
 
 
 @click.command(
@@ -64,12 +65,9 @@ from .helptext import Command, epilog
     metavar="PEM",
     help="The private key of --tls-cert.",
 )
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False),
+@store_option(
+    "The store: a DuckDB file, created when new, that the server alone may open while it runs",
     metavar="PATH",
-    help="The store: a DuckDB file, created when new, that the server alone may open while it "
-    "runs (default: $KINGREC_DB, else kingrec.duckdb).",
 )
 @click.option(
     "--query-timeout",

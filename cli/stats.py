@@ -20,6 +20,7 @@ from .errors import (
 from .helptext import Command, epilog
 from .query import default_format
 from .stops import Stops
+from .store_option import store_option
 from .tabular import FORMATS, Format, write_rows
 from .terminal import Terminal
 
@@ -49,12 +50,7 @@ EXAMPLES = [
     ),
 )
 @click.argument("names", nargs=-1)
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="The store (default: $KINGREC_DB, else kingrec.duckdb).",
-)
+@store_option()
 @click.option("--list", "listing", is_flag=True, help="List the names, titles and questions.")
 @click.option(
     "--sql", "print_sql", is_flag=True, help="Print each NAME's SQL instead of running it."
