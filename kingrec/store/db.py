@@ -49,7 +49,7 @@ WRITE_MEMORY_LIMIT = "128MB"
 
 
 def _config(
-    external_access: bool, read_only: bool = True
+    external_access: bool, read_only: bool
 ) -> dict[str, str | bool | int | float | list[str]]:
     config: dict[str, str | bool | int | float | list[str]] = {
         "autoinstall_known_extensions": False,

@@ -17,7 +17,6 @@ from ..contracts import Contract
 
 __all__ = [
     "ENUMS",
-    "FULL_DECK",
     "PACKED",
     "SCHEMA_VERSION",
     "STORAGE_VERSION",
@@ -354,10 +353,9 @@ _CONTRACT = (
 _TRUMP = (_enum_at("suit", _DEAL["trump"]), "the deal's trumps (koz)")
 
 
-def _led(cards: str, i: int) -> str:
-    return (
-        f"CAST(({cards} >> {6 * i}) & 63 AS UTINYINT)" if i else f"CAST({cards} & 63 AS UTINYINT)"
-    )
+def _card(i: int) -> str:
+    """The i-th card of a trick (6 bits each in trick_code's cards)."""
+    return f"CAST({unpacked('trick_code', 'cards', skip=6 * i, width=6)} AS UTINYINT)"
 
 
 def _hand(seat: int) -> tuple[str, str, str]:
@@ -419,13 +417,13 @@ VIEWS: dict[str, tuple[str, str, list[tuple[str, str | None, str]]]] = {
             ("points", None, ""),
             (
                 "led_suit",
-                _enum_at("suit", f"({_TRICK['cards']} & 63) // 13 + 1"),
+                _enum_at("suit", f"{_card(0)} // 13 + 1"),
                 "the suit led",
             ),
-            ("card_0", _led(_TRICK["cards"], 0), "the card led (a card code)"),
-            ("card_1", _led(_TRICK["cards"], 1), "the second card"),
-            ("card_2", _led(_TRICK["cards"], 2), "the third card"),
-            ("card_3", _led(_TRICK["cards"], 3), "the fourth card"),
+            ("card_0", _card(0), "the card led (a card code)"),
+            ("card_1", _card(1), "the second card"),
+            ("card_2", _card(2), "the third card"),
+            ("card_3", _card(3), "the fourth card"),
         ],
     ),
     "plays": (
@@ -518,7 +516,7 @@ def create_statements() -> list[str]:
     for table, columns in TABLES.items():
         body = ",\n    ".join(f"{name} {kind}" for name, kind, _ in columns)
         out.append(f"CREATE TABLE {table} (\n    {body}\n)")
-    out += [f"CREATE VIEW {name} AS {_view_sql(name)}" for name in VIEWS]
+    out += view_statements()
     out.append(
         "CREATE MACRO card_name(c) AS "
         "substr('23456789TJQKA', c % 13 + 1, 1) || substr('CDHS', c // 13 + 1, 1)"
@@ -544,7 +542,7 @@ def view_statements() -> list[str]:
 
 
 # A dealt deck in held_* form: every card code's bit set once.
-FULL_DECK = (1 << 52) - 1
+_FULL_DECK = (1 << 52) - 1
 
 
 def upgrade_statements(version: int) -> list[str]:
@@ -594,7 +592,7 @@ def upgrade_statements(version: int) -> list[str]:
             for s in range(4)
         )
         held = ", ".join(
-            f"CASE WHEN (h0 | h1 | h2 | h3) = {FULL_DECK} THEN h{s} END AS held_{s}"
+            f"CASE WHEN (h0 | h1 | h2 | h3) = {_FULL_DECK} THEN h{s} END AS held_{s}"
             for s in range(4)
         )
         facts = ", ".join(name for name, _, _ in _DEAL_FACTS)
