@@ -6,9 +6,10 @@
 ``_wire``), replays its deals with the compiled core (``_core.pxd``) and appends its rows to
 growing C buffers: the match's own row, its players, deals, tricks and plays (their facts
 packed into the codes of ``kingrec.store.schema.PACKED``). ``take`` hands every buffer over,
-uncopied, laid out as ``kingrec.store.columns`` describes, for pyarrow to wrap as is. The pure-Python twin is ``kingrec.store.rows``; tests hold the two to
-identical tables. A record whose wire bytes this reader does not fully understand is left
-to the twin (``add`` answers -1), so the rows never differ.
+uncopied, laid out as ``kingrec.store.columns`` describes, for pyarrow to wrap as is. The
+pure-Python twin is ``kingrec.store.rows``; tests hold the two to identical tables. A record
+whose wire bytes this reader does not fully understand is left to the twin (``add`` answers
+-1), so the rows never differ.
 """
 
 from cpython.buffer cimport PyBuffer_FillInfo
@@ -404,7 +405,8 @@ cdef class ColumnBuilder:
         end_trick = 0
         if playable:
             deal_code = (put(F_MATCH, key) | put(F_DEAL, <uint64_t>number)
-                         | put(F_CONTRACT, <uint64_t>contract) | put(F_TRUMP, <uint64_t>(trump + 1)))
+                         | put(F_CONTRACT, <uint64_t>contract)
+                         | put(F_TRUMP, <uint64_t>(trump + 1)))
             core.deal_start(&state, d.hands, <int>d.declarer, contract, trump, r.flags[contract])
             for i in range(Y_DEAL_CODE, Y_PLAY_CODE + 1):
                 grow(&self.fixed[i], 8 * 53)
@@ -424,7 +426,8 @@ cdef class ColumnBuilder:
                     # took: 7 until the trick closes (_trick); think: think_ms + 1, 0 = none
                     u64(&self.fixed[Y_PLAY_CODE],
                         put(F_CARD, <uint64_t>card) | put(F_SEAT, <uint64_t>seat)
-                        | put(F_PLAY, <uint64_t>index) | put(F_LEGAL, <uint64_t>core.popcount(legal))
+                        | put(F_PLAY, <uint64_t>index)
+                        | put(F_LEGAL, <uint64_t>core.popcount(legal))
                         | put(F_TOOK, 7) | put(F_AUTO, autos[index]) | put(F_BROKE, <uint64_t>code)
                         | put(F_THINK, <uint64_t>think[index] + 1 if index < nthink else 0))
                     self.rows[4] += 1
