@@ -53,12 +53,43 @@ cdef int grow(Buf* b, Py_ssize_t more) except -1:
     return 0
 
 
+# A batch's columns are big (a classic batch's play codes alone are about 50 MB). Fresh memory
+# that big comes from the kernel a page at a time, each page a fault: measured, a quarter of
+# an ingest's CPU was the kernel's. So the memory of a column the table is done with is kept
+# (up to SPARE_BYTES) for the next batch's columns instead of going back to the kernel.
+cdef Py_ssize_t SPARE_BYTES = 384 << 20
+cdef list _spare = []  # [(capacity, address)] of kept blocks
+cdef Py_ssize_t _spare_total = 0
+
+
+cdef char* _fresh(Py_ssize_t* cap) except NULL:
+    """A block of at least ``cap[0]`` bytes (``cap`` is set to its size): the smallest kept
+    one that fits, else a new one."""
+    global _spare_total
+    cdef Py_ssize_t best = -1
+    cdef Py_ssize_t i
+    cdef char* p
+    for i in range(len(_spare)):
+        if _spare[i][0] >= cap[0] and (best < 0 or _spare[i][0] < _spare[best][0]):
+            best = i
+    if best >= 0:
+        size, address = _spare.pop(best)
+        _spare_total -= size
+        cap[0] = size
+        return <char*><size_t>address
+    p = <char*>PyMem_Malloc(cap[0])
+    if p == NULL:
+        raise MemoryError()
+    return p
+
+
 cdef class Column:
     """A column's bytes handed over by ``take`` without a copy (a buffer: pyarrow
-    wraps it as is, and frees it with the table)."""
+    wraps it as is and lets go of it with the table; its memory is then kept for reuse)."""
 
     cdef char* p
     cdef Py_ssize_t n
+    cdef Py_ssize_t cap
 
     def __getbuffer__(self, Py_buffer* view, int flags):
         PyBuffer_FillInfo(view, self, self.p, self.n, 0, flags)
@@ -67,7 +98,14 @@ cdef class Column:
         return self.n
 
     def __dealloc__(self):
-        PyMem_Free(self.p)
+        global _spare_total
+        if self.p == NULL:
+            return
+        if _spare is not None and _spare_total + self.cap <= SPARE_BYTES:
+            _spare.append((self.cap, <size_t>self.p))
+            _spare_total += self.cap
+        else:
+            PyMem_Free(self.p)
 
 
 cdef Column hand_over(Buf* b):
@@ -75,13 +113,13 @@ cdef Column hand_over(Buf* b):
     builder that fills batch after batch of the same size never grows again."""
     cdef Column column = Column.__new__(Column)
     cdef char* fresh
+    cdef Py_ssize_t cap
     if b.p == NULL:
         grow(b, 1)  # pyarrow wants a pointer even for no bytes
-    fresh = <char*>PyMem_Malloc(b.cap)
-    if fresh == NULL:
-        raise MemoryError()
-    column.p, column.n = b.p, b.n
-    b.p, b.n = fresh, 0
+    cap = b.cap
+    fresh = _fresh(&cap)
+    column.p, column.n, column.cap = b.p, b.n, b.cap
+    b.p, b.n, b.cap = fresh, 0, cap
     return column
 
 
@@ -204,8 +242,8 @@ cdef class ColumnBuilder:
 
     ``resolver(raw_ruleset_bytes)`` gives ``Ruleset.core_params()`` of a record's ruleset, or
     None when it cannot be applied (the record's deals are then stored unplayed, as the
-    validator leaves them unjudged). ``rulesets`` lists the distinct raw rulesets met; the
-    ``ruleset`` column of a match is its index there.
+    validator leaves them unjudged). ``rulesets`` lists the distinct raw rulesets met since
+    ``take_rulesets``; the ``ruleset`` column of a match is its index there.
     """
 
     cdef Buf fixed[NFIXED]
@@ -515,6 +553,15 @@ cdef class ColumnBuilder:
             self.rows[i] = 0
         self._start_strings()
         return out
+
+    def take_rulesets(self):
+        """The distinct raw rulesets met since the last call (the ``ruleset`` column of the
+        matches taken indexes this list), and start a new list."""
+        met = self.rulesets
+        self.index = {}
+        self.rulesets = []
+        self.params = []
+        return met
 
 
 # -- the top of a match, players ------------------------------------------------------------

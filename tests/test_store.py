@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import signal
@@ -103,6 +104,28 @@ def test_the_compiled_and_python_builders_give_identical_tables() -> None:
                 row.pop(name, None)
         assert fast_rows == slow_rows, table
     assert fast["plays"].num_rows > 10_000
+
+
+def test_a_builder_filled_batch_after_batch_gives_each_batch_the_tables_of_a_new_one(
+    twins: _twins.Twins,
+) -> None:
+    # An ingest fills one builder batch after batch, and the compiled one reuses the memory of
+    # columns the tables are done with: no batch may show another batch's rows or rulesets.
+    matches = [m.SerializeToString() for m in _edge_matches()]
+    reused = twins.columns.ColumnBuilder(_core_params)
+    for batch in (matches, matches[3:6], matches[::-1] + matches):
+        for key, payload in enumerate(batch, 1):
+            reused.add(payload, key)
+        got, got_rulesets = arrow_tables(reused.take()), reused.take_rulesets()
+        fresh = twins.columns.ColumnBuilder(_core_params)
+        for key, payload in enumerate(batch, 1):
+            fresh.add(payload, key)
+        want, want_rulesets = arrow_tables(fresh.take()), fresh.take_rulesets()
+        assert got_rulesets == want_rulesets
+        for table in want:
+            assert got[table].to_pylist() == want[table].to_pylist(), table
+        del got, want  # their columns' memory goes back for the next batch
+        gc.collect()
 
 
 # -- ingest ----------------------------------------------------------------------------------
@@ -293,6 +316,23 @@ def test_kill_9_midway_leaves_whole_batches_and_a_rerun_completes(tmp_path: Path
         assert store.count("matches") == 400
         assert store.count("deals") == 400 * 8
         assert _rows(store, "SELECT count(DISTINCT content_hash) FROM matches")[0][0] == 400
+
+
+def test_a_writable_store_caps_its_memory_and_checkpoints_only_past_a_big_log(
+    tmp_path: Path,
+) -> None:
+    # The settings kingrec.store.db explains: flat ingest memory, block memory kept, and no
+    # checkpoint after every batch (each rewrote the growing last row groups).
+    path = str(tmp_path / "s.duckdb")
+    settings = "SELECT current_setting('{}')"
+    with Store.open(path) as store:
+        con = store.con
+        assert con.execute(settings.format("memory_limit")).fetchone() == ("122.0 MiB",)
+        assert con.execute(settings.format("block_allocator_memory")).fetchone() == ("122.0 MiB",)
+        assert con.execute(settings.format("checkpoint_threshold")).fetchone() == ("953.6 MiB",)
+    with Store.open(path, read_only=True) as store:
+        limit = store.con.execute(settings.format("memory_limit")).fetchone()
+        assert limit != ("122.0 MiB",)
 
 
 def test_a_store_from_a_newer_kingrec_is_refused(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "Batch",
     "Prepared",
     "RecordVerdict",
+    "new_builder",
     "prepare_batch",
     "ruleset_options",
     "store_batch",
@@ -67,8 +68,10 @@ def _key(payload: bytes) -> bytes:
     return hashlib.sha256(payload).digest()[:16]
 
 
-def _builder(twins: _twins.Twins) -> Any:
-    return twins.columns.ColumnBuilder(_core_params)
+def new_builder(twins: _twins.Twins | None = None) -> Any:
+    """A column builder of the twin's (``prepare_batch`` takes one to fill batch after
+    batch: its buffers are then sized once, not grown again for every batch)."""
+    return (twins or _twins.ACTIVE).columns.ColumnBuilder(_core_params)
 
 
 def _judge(batch: Batch, twins: _twins.Twins) -> list[MatchReport | Damage | None]:
@@ -114,9 +117,11 @@ def prepare_batch(
     *,
     twins: _twins.Twins | None = None,
     pending: Sequence[Prepared] = (),
+    builder: Any = None,
 ) -> Prepared:
     """Judge a batch and build its rows (nothing written). ``pending`` are batches prepared
-    before and not yet committed: their records count as stored for duplicates and ids."""
+    before and not yet committed: their records count as stored for duplicates and ids.
+    ``builder`` (from ``new_builder``, same twins) is filled; a new one by default."""
     twins = twins or _twins.ACTIVE
     reports = _judge(batch, twins)
     hashes = [_key(p) for p in batch.payloads]
@@ -142,7 +147,7 @@ def prepare_batch(
             seen.add(hashes[i])
             keep.append(i)
     keys = {i: next_key + n for n, i in enumerate(keep)}
-    tables, rulesets = _build(batch, keep, keys, twins)
+    tables, rulesets = _build(batch, keep, keys, builder or new_builder(twins))
     ids = tables["matches"].column("match_id").to_pylist()
     order = tables["matches"].column("match_key").to_pylist()
     id_of = dict(zip(order, ids, strict=True))
@@ -187,17 +192,16 @@ def _existing(con: duckdb.DuckDBPyConnection, column: str, values: Sequence[obje
 
 
 def _build(
-    batch: Batch, keep: list[int], keys: dict[int, int], twins: _twins.Twins
+    batch: Batch, keep: list[int], keys: dict[int, int], builder: Any
 ) -> tuple[dict[str, pa.Table], list[bytes]]:
-    """The rows of the records to keep, built by the twin's column builder."""
-    builder = _builder(twins)
+    """The rows of the records to keep, built by a twin's column builder."""
     fallback: PythonColumnBuilder | None = None
     later = []
     for i in keep:
         if builder.add(batch.payloads[i], keys[i]) < 0:
             later.append(i)  # wire bytes the compiled reader leaves to its twin
     tables = arrow_tables(builder.take())
-    rulesets = list(builder.rulesets)
+    rulesets = builder.take_rulesets()
     if later:
         fallback = PythonColumnBuilder(_core_params)
         for i in later:
@@ -209,7 +213,7 @@ def _build(
         more["matches"] = matches.set_column(
             matches.schema.get_field_index("ruleset"), "ruleset", moved
         )
-        rulesets += fallback.rulesets
+        rulesets += fallback.take_rulesets()
         tables = {name: pa.concat_tables([tables[name], more[name]]) for name in tables}
     return tables, rulesets
 

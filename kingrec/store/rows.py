@@ -247,3 +247,10 @@ class ColumnBuilder:
                 out[table][name] = (offsets.tobytes(), b"".join(values))
         self._start()
         return out
+
+    def take_rulesets(self) -> list[bytes]:
+        """The distinct raw rulesets met since the last call (the ``ruleset`` column of the
+        matches taken indexes this list), and start a new list."""
+        met = self.rulesets
+        self.rulesets, self._index, self._rules = [], {}, []
+        return met

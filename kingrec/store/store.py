@@ -32,6 +32,7 @@ from .ingest import (
     Batch,
     Prepared,
     RecordVerdict,
+    new_builder,
     prepare_batch,
     store_batch,
     write_prepared,
@@ -174,6 +175,7 @@ class Store:
         summary = summary or IngestSummary()
         began = time.perf_counter()
         lookups = self.con.cursor()  # prepare_batch's reads, beside the writers' transactions
+        builder = new_builder(twins)
         writing: deque[tuple[Future[None], Prepared]] = deque()
         # A batch is prepared (judged, built) while the two before it are written, each in a
         # transaction of its own on a connection of its own: DuckDB lets go of the GIL while
@@ -192,7 +194,7 @@ class Store:
                             summary.damage.append(damage)
                     pending = [prepared for _, prepared in writing]
                     prepared = prepare_batch(
-                        lookups, batch, self._key(), twins=twins, pending=pending
+                        lookups, batch, self._key(), twins=twins, pending=pending, builder=builder
                     )
                     self._next_key = self._key() + prepared.stored
                     summary.deals += prepared.tables["batch_deals"].num_rows
