@@ -138,7 +138,8 @@ def time_questions(db: Path) -> dict[str, tuple[float, float, float, str]]:
 
 
 def sizes(db: Path) -> tuple[int, dict[str, int]]:
-    """Plays stored, and each table's share of the file (its blocks, 256 KiB each)."""
+    """Plays stored, and each table's share of the file (its blocks, 256 KiB each, counting
+    the blocks that long values such as a record's bytes overflow into), and the free ones."""
     con = duckdb.connect(str(db), read_only=True)
     plays = int(con.execute("SELECT count(*) FROM plays_base").fetchall()[0][0])
     block = int(con.execute("SELECT block_size FROM pragma_database_size()").fetchall()[0][0])
@@ -146,10 +147,12 @@ def sizes(db: Path) -> tuple[int, dict[str, int]]:
     out = {}
     for table in tables:
         used = con.execute(
-            f"SELECT count(DISTINCT block_id) FROM pragma_storage_info('{table}') "
-            "WHERE NOT persistent IS FALSE AND block_id >= 0"
+            "SELECT count(DISTINCT b) FROM (SELECT unnest(list_append(additional_block_ids, "
+            f"block_id)) AS b FROM pragma_storage_info('{table}') WHERE persistent) WHERE b >= 0"
         ).fetchall()[0][0]
         out[table] = int(used) * block
+    free = con.execute("SELECT free_blocks FROM pragma_database_size()").fetchall()[0][0]
+    out["(free blocks)"] = int(free) * block
     con.close()
     return plays, out
 
