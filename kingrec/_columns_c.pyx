@@ -5,8 +5,9 @@
 ``ColumnBuilder.add`` reads one serialized ``kingrec.v1.Match`` in place (``_v1wire``,
 ``_wire``), replays its deals with the compiled core (``_core.pxd``) and appends its rows to
 growing C buffers: the match's own row, its players, deals, tricks and plays (their facts
-packed into the codes of ``kingrec.store.schema.PACKED``). ``take`` hands every buffer over,
-uncopied, laid out as ``kingrec.store.columns`` describes, for pyarrow to wrap as is. The
+packed into the codes of ``kingrec.store.schema.PACKED``), and its bytes in pieces. ``take``
+hands every buffer over, uncopied, laid out as ``kingrec.store.columns`` describes, for
+pyarrow to wrap as is. The
 pure-Python twin is ``kingrec.store.rows``; tests hold the two to identical tables. A record
 whose wire bytes this reader does not fully understand is left to the twin (``add`` answers
 -1), so the rows never differ.
@@ -25,7 +26,7 @@ from kingrec._wire cimport (
     WT_LEN, WT_VARINT, enum32, length_delimited, skip_field, tag, u32, utf8_ok, varint,
 )
 
-from kingrec.store.schema import PACKED
+from kingrec.store.schema import PACKED, RECORD_CHUNK
 
 __all__ = ["ColumnBuilder"]
 
@@ -168,6 +169,8 @@ cdef enum:
     T_DEAL_CODE, T_TRICK_CODE, T_POINTS,
     # plays
     Y_DEAL_CODE, Y_PLAY_CODE,
+    # records_base
+    R_KEY, R_CHUNK,
     NFIXED
 
 cdef enum:
@@ -186,6 +189,7 @@ FIXED = {
               "trump_length"],
     "tricks": ["deal_code", "trick_code", "points"],
     "plays": ["deal_code", "play_code"],
+    "records_base": ["match_key", "chunk"],
 }
 STRINGS = {
     "matches": ["match_id", "status_reason", "event", "site", "client_name", "client_version"],
@@ -199,6 +203,7 @@ cdef enum:
     MAX_STRING = 1024  # kingrec.limits.MAX_STRING_BYTES
 
 cdef int64_t NO_TIME = -0x8000000000000000  # the null sentinel of start_time
+cdef Py_ssize_t CHUNK = RECORD_CHUNK  # a record's bytes are stored in pieces this long
 
 
 # -- packed codes: one fact's place in a 64-bit code, read from kingrec.store.schema.PACKED ---
@@ -249,7 +254,9 @@ cdef class ColumnBuilder:
     cdef Buf fixed[NFIXED]
     cdef Buf offsets[NSTRINGS]
     cdef Buf data[NSTRINGS]
-    cdef Py_ssize_t rows[5]
+    cdef Buf piece_offsets  # records_base.bytes: int64 offsets (a batch may pass 2 GB)
+    cdef Buf pieces
+    cdef Py_ssize_t rows[6]
     cdef object resolver
     cdef dict index  # raw ruleset bytes -> its index in rulesets
     cdef public list rulesets
@@ -259,6 +266,8 @@ cdef class ColumnBuilder:
         memset(self.fixed, 0, sizeof(self.fixed))
         memset(self.offsets, 0, sizeof(self.offsets))
         memset(self.data, 0, sizeof(self.data))
+        memset(&self.piece_offsets, 0, sizeof(Buf))
+        memset(&self.pieces, 0, sizeof(Buf))
         memset(self.rows, 0, sizeof(self.rows))
 
     def __init__(self, resolver):
@@ -275,12 +284,39 @@ cdef class ColumnBuilder:
         for i in range(NSTRINGS):
             PyMem_Free(self.offsets[i].p)
             PyMem_Free(self.data[i].p)
+        PyMem_Free(self.piece_offsets.p)
+        PyMem_Free(self.pieces.p)
 
     cdef int _start_strings(self) except -1:
         cdef int i
         for i in range(NSTRINGS):
             grow(&self.offsets[i], 4)
             i32(&self.offsets[i], 0)
+        grow(&self.piece_offsets, 8)
+        i64(&self.piece_offsets, 0)
+        return 0
+
+    cdef int _pieces(self, const uchar* p, Py_ssize_t n, uint64_t key) except -1:
+        """The record's bytes as rows of records_base, CHUNK bytes each (one row if empty)."""
+        cdef Py_ssize_t start = 0, size
+        cdef uint32_t number = 0
+        cdef Py_ssize_t count = (n + CHUNK - 1) // CHUNK if n else 1
+        grow(&self.fixed[R_KEY], 8 * count)
+        grow(&self.fixed[R_CHUNK], 4 * count)
+        grow(&self.piece_offsets, 8 * count)
+        grow(&self.pieces, n)
+        memcpy(self.pieces.p + self.pieces.n, p, n)
+        while True:
+            size = min(CHUNK, n - start)
+            u64(&self.fixed[R_KEY], key)
+            u32v(&self.fixed[R_CHUNK], number)
+            i64(&self.piece_offsets, <int64_t>(self.pieces.n + start + size))
+            start += size
+            number += 1
+            if start >= n:
+                break
+        self.pieces.n += n
+        self.rows[5] += count
         return 0
 
     cdef int _string(self, int which, const uchar* s, Py_ssize_t n) except -1:
@@ -328,6 +364,7 @@ cdef class ColumnBuilder:
         memcpy(self.fixed[M_T1].p + self.fixed[M_T1].n - 4, &top.totals[1], 4)
         memcpy(self.fixed[M_T2].p + self.fixed[M_T2].n - 4, &top.totals[2], 4)
         memcpy(self.fixed[M_T3].p + self.fixed[M_T3].n - 4, &top.totals[3], 4)
+        self._pieces(p, end - p, match_key)
         return which
 
     cdef int _match_row(self, Top* top, uint64_t key, int which) except -1:
@@ -548,7 +585,10 @@ cdef class ColumnBuilder:
             out[_TABLE_OF_STRING[i]][strings[i]] = (
                 hand_over(&self.offsets[i]), hand_over(&self.data[i])
             )
-        for i, table in enumerate(("matches", "players", "deals", "tricks", "plays")):
+        out["records_base"]["bytes"] = (hand_over(&self.piece_offsets), hand_over(&self.pieces))
+        for i, table in enumerate(
+            ("matches", "players", "deals", "tricks", "plays", "records_base")
+        ):
             out[table]["rows"] = self.rows[i]
             self.rows[i] = 0
         self._start_strings()

@@ -33,7 +33,7 @@ from kingrec.rules import PRESETS, RevokeRule, preset
 from kingrec.simulate import simulate_match
 from kingrec.store import Store
 from kingrec.store.columns import arrow_tables
-from kingrec.store.schema import PACKED, SCHEMA_VERSION, VERDICTS
+from kingrec.store.schema import PACKED, RECORD_CHUNK, SCHEMA_VERSION, VERDICTS
 from kingrec.v1 import record_pb2 as pb
 from kingrec.validation import validate_file
 
@@ -372,12 +372,22 @@ _OLD_TABLES = {
         "| (CAST(card_3 AS UINTEGER) << 18) AS UINTEGER) AS cards FROM tricks",
         "deals": "SELECT * FROM deals",
     },
+    3: {},
 }
 
 
 def _rewind(db: str, version: int) -> None:
     """Turn a store into one of schema ``version``, with the same rows."""
     con = duckdb.connect(db)
+    # Before schema 4 a record's bytes were one row of the table records.
+    con.execute("CREATE TABLE old_records AS SELECT match_key, record FROM records")
+    con.execute("DROP VIEW records")
+    con.execute("DROP TABLE records_base")
+    con.execute("ALTER TABLE old_records RENAME TO records")
+    con.execute("UPDATE kingrec_meta SET value = ? WHERE key = 'schema_version'", [str(version)])
+    if version == 3:
+        con.close()
+        return
     for name, select in _OLD_TABLES[version].items():
         con.execute(f"CREATE TABLE old_{name} AS {select}")
     for view in ("plays", "tricks", "deals"):
@@ -393,7 +403,7 @@ def _rewind(db: str, version: int) -> None:
     con.close()
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_an_older_store_is_upgraded_keeping_every_deal_trick_and_play(
     tmp_path: Path, version: int
 ) -> None:
@@ -402,6 +412,7 @@ def test_an_older_store_is_upgraded_keeping_every_deal_trick_and_play(
         "plays": "match_key, deal, play",
         "tricks": "match_key, deal, trick",
         "deals": "match_key, deal",
+        "records": "match_key",
     }
     with Store.open(db) as store:
         store.ingest_matches(_edge_matches(), source="edge")
@@ -527,6 +538,26 @@ def test_get_match_gives_the_record_back(store_path: str) -> None:
         assert record is not None
         assert pb.Match.FromString(record) == simulate_match(preset("classic"), 3)
         assert store.get_match("nope") is None
+
+
+def test_a_record_of_any_length_comes_back_byte_for_byte(
+    tmp_path: Path, twins: _twins.Twins
+) -> None:
+    # Records are stored in pieces of RECORD_CHUNK bytes: none, exactly one, and many.
+    one_piece = pb.Match(match_id="x" * (RECORD_CHUNK - 2)).SerializeToString()
+    assert len(one_piece) == RECORD_CHUNK
+    real = simulate_match(preset("classic"), 5).SerializeToString(deterministic=True)
+    payloads = [b"", one_piece, one_piece + b"\x10\x01", real]
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        verdicts = store.ingest_payloads(payloads, source="lengths", twins=twins)
+        assert all(v.status in ("stored", "stored_invalid") for v in verdicts)
+        stored = store.con.execute("SELECT record FROM records ORDER BY match_key").fetchall()
+        assert [bytes(row[0]) for row in stored] == payloads
+        pieces = store.con.execute(
+            "SELECT count(*) FROM records_base GROUP BY match_key ORDER BY match_key"
+        ).fetchall()
+        assert [row[0] for row in pieces] == [1, 1, 2, -(-len(real) // RECORD_CHUNK)]
+        assert store.get_match("sim-classic-5") == real
 
 
 def test_os_environment_names_the_default_store(

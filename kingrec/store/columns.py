@@ -47,11 +47,14 @@ _LAYOUT: dict[str, dict[str, pa.DataType]] = {
     },
     "tricks": {"deal_code": U64, "trick_code": U64, "points": I32},
     "plays": {"deal_code": U64, "play_code": U64},
+    "records_base": {"match_key": U64, "chunk": U32},
 }  # fmt: skip
 _STRINGS = {
     "matches": ("match_id", "status_reason", "event", "site", "client_name", "client_version"),
     "players": ("player_id", "name", "seat_name"),
 }
+# Bytes columns (offsets 64 bits wide: a batch of records may pass 2 GB).
+_BYTES = {"records_base": ("bytes",)}
 
 # How a raw column becomes a stored one: ("enum", names, first code, null code),
 # ("null", sentinel), ("bool",) or ("nonempty",) for strings where "" means absent.
@@ -106,10 +109,11 @@ def arrow_tables(taken: dict[str, dict[str, Any]]) -> dict[str, pa.Table]:
         cols = taken[table]
         rows = cols["rows"]
         arrays = {name: _raw(kind, rows, cols[name]) for name, kind in layout.items()}
-        for name in _STRINGS.get(table, ()):
-            offsets, data = cols[name]
-            buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
-            arrays[name] = pa.Array.from_buffers(pa.string(), rows, buffers)
+        for kind, names in ((pa.string(), _STRINGS), (pa.large_binary(), _BYTES)):
+            for name in names.get(table, ()):
+                offsets, data = cols[name]
+                buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+                arrays[name] = pa.Array.from_buffers(kind, rows, buffers)
         for name, how in _CONVERT.get(table, {}).items():
             arrays[name] = _convert(arrays[name], how)
         out[table] = pa.table(arrays)
@@ -133,4 +137,5 @@ INSERTS = {
     ),
     "tricks": _insert("tricks_base", "deal_code trick_code points", "tricks"),
     "plays": _insert("plays_base", "deal_code play_code", "plays"),
+    "records_base": _insert("records_base", "match_key chunk bytes"),
 }

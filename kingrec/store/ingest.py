@@ -325,7 +325,7 @@ def _batch_tables(
         for name, value in zip(
             _EXTRA,
             (keys[i], hashes[i], reused, errors == 0, errors, len(report.findings) - errors,
-             batch.source, loc.frame, loc.offset, loc.line, now, batch.payloads[i]),
+             batch.source, loc.frame, loc.offset, loc.line, now),
             strict=True,
         ):  # fmt: skip
             extra[name].append(value)
@@ -358,7 +358,6 @@ def write_prepared(con: duckdb.DuckDBPyConnection, prepared: Prepared) -> None:
         for statement in INSERTS.values():
             con.execute(statement)
         con.execute("INSERT INTO findings SELECT * FROM batch_findings")
-        con.execute("INSERT INTO records SELECT match_key, record FROM batch_extra")
         con.execute("INSERT INTO damage SELECT * FROM batch_damage")
         con.execute("COMMIT")
     except BaseException:
@@ -373,7 +372,7 @@ _EXTRA: dict[str, pa.DataType] = {
     "match_key": pa.uint64(), "content_hash": pa.binary(), "id_reused": pa.bool_(),
     "valid": pa.bool_(), "errors": pa.uint16(), "warnings": pa.uint16(),
     "source": pa.string(), "source_frame": pa.uint32(), "source_offset": pa.uint64(),
-    "source_line": pa.uint32(), "ingested_at": pa.timestamp("us"), "record": pa.binary(),
+    "source_line": pa.uint32(), "ingested_at": pa.timestamp("us"),
 }  # fmt: skip
 _FINDINGS: dict[str, pa.DataType] = {
     "match_key": pa.uint64(), "n": pa.uint16(), "code": pa.string(), "severity": pa.string(),

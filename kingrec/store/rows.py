@@ -2,9 +2,9 @@
 
 ``ColumnBuilder.add`` decodes one serialized match, replays its deals through
 ``kingrec.events.deal_events`` (on the pure-Python engine) and appends its rows: the
-match's own row, its players, deals, tricks and plays. ``take`` hands every column over as
-bytes laid out exactly as the compiled builder lays them out (``kingrec.store.columns``
-describes the layout), so the two give identical tables.
+match's own row, its players, deals, tricks and plays, and its bytes in pieces. ``take``
+hands every column over as bytes laid out exactly as the compiled builder lays them out
+(``kingrec.store.columns`` describes the layout), so the two give identical tables.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..contracts import Contract
 from ..events import CardPlayed, DealEnded, TrickWon, deal_events
 from ..rules import Ruleset
 from ..v1 import record_pb2 as pb
-from .schema import pack
+from .schema import RECORD_CHUNK, pack
 
 __all__ = ["ColumnBuilder"]
 
@@ -47,11 +47,14 @@ _TYPES = {
     },
     "tricks": {"deal_code": "Q", "trick_code": "Q", "points": "i"},
     "plays": {"deal_code": "Q", "play_code": "Q"},
+    "records_base": {"match_key": "Q", "chunk": "I"},
 }  # fmt: skip
 _STRINGS = {
     "matches": ("match_id", "status_reason", "event", "site", "client_name", "client_version"),
     "players": ("player_id", "name", "seat_name"),
+    "records_base": ("bytes",),  # offsets 64 bits wide (columns._BYTES)
 }
+_WIDE = {("records_base", "bytes")}
 
 
 class ColumnBuilder:
@@ -127,6 +130,12 @@ class ColumnBuilder:
         for s in range(4):
             m[f"total_{s}"].append(totals[s])
         self._rows["matches"] += 1
+        chunks = self._cols["records_base"]
+        for n, start in enumerate(range(0, len(payload) or 1, RECORD_CHUNK)):
+            chunks["match_key"].append(match_key)
+            chunks["chunk"].append(n)
+            self._str["records_base"]["bytes"].append(payload[start : start + RECORD_CHUNK])
+            self._rows["records_base"] += 1
         return which
 
     def _deal(
@@ -241,7 +250,7 @@ class ColumnBuilder:
             out[table]["rows"] = self._rows[table]
         for table, strings in self._str.items():
             for name, values in strings.items():
-                offsets = array("i", [0])
+                offsets = array("q" if (table, name) in _WIDE else "i", [0])
                 for v in values:
                     offsets.append(offsets[-1] + len(v))
                 out[table][name] = (offsets.tobytes(), b"".join(values))

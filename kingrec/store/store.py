@@ -231,10 +231,14 @@ class Store:
 
     def get_match(self, match_id: str) -> bytes | None:
         """The record stored under ``match_id`` (the first stored, when the id was reused)."""
+        keys = self.con.execute(
+            "SELECT min(match_key) FROM matches WHERE match_id = ?", [match_id]
+        ).fetchall()
+        if keys[0][0] is None:
+            return None
+        # The key as a constant, so the records view reads that match's pieces only.
         rows = self.con.execute(
-            "SELECT r.record FROM matches m JOIN records r USING (match_key) "
-            "WHERE m.match_id = ? ORDER BY m.match_key LIMIT 1",
-            [match_id],
+            "SELECT record FROM records WHERE match_key = ?", [keys[0][0]]
         ).fetchall()
         return bytes(rows[0][0]) if rows else None
 
