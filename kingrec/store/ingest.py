@@ -314,21 +314,30 @@ def _batch_tables(
 ) -> dict[str, pa.Table]:
     """Every Arrow table the batch writes, by the name its INSERT reads."""
     now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
-    extra: dict[str, list[Any]] = {name: [] for name in _EXTRA}
-    findings: dict[str, list[Any]] = {name: [] for name in _FINDINGS}
+    kept: list[MatchReport] = []
     for i in keep:
         report = reports[i]
-        assert isinstance(report, MatchReport)
-        loc = batch.locations[i]
-        errors = sum(1 for f in report.findings if f.severity is Severity.ERROR)
-        reused = any(f.code == "MATCH_ID_REUSED" for f in report.findings)
-        for name, value in zip(
-            _EXTRA,
-            (keys[i], hashes[i], reused, errors == 0, errors, len(report.findings) - errors,
-             batch.source, loc.frame, loc.offset, loc.line, now),
-            strict=True,
-        ):  # fmt: skip
-            extra[name].append(value)
+        assert isinstance(report, MatchReport)  # prepare_batch made one for each record kept
+        kept.append(report)
+    found = [report.findings for report in kept]
+    errors = [sum(f.severity is Severity.ERROR for f in fs) if fs else 0 for fs in found]
+    where = [batch.locations[i] for i in keep]
+    # Column by column: most records have no findings, and a batch holds thousands.
+    extra: dict[str, list[Any]] = {
+        "match_key": [keys[i] for i in keep],
+        "content_hash": [hashes[i] for i in keep],
+        "id_reused": [any(f.code == "MATCH_ID_REUSED" for f in fs) for fs in found],
+        "valid": [n == 0 for n in errors],
+        "errors": errors,
+        "warnings": [len(fs) - n for fs, n in zip(found, errors, strict=True)],
+        "source": [batch.source] * len(keep),
+        "source_frame": [loc.frame for loc in where],
+        "source_offset": [loc.offset for loc in where],
+        "source_line": [loc.line for loc in where],
+        "ingested_at": [now] * len(keep),
+    }
+    findings: dict[str, list[Any]] = {name: [] for name in _FINDINGS}
+    for i, report in zip(keep, kept, strict=True):
         for n, f in enumerate(report.findings):
             for name, value in zip(
                 _FINDINGS,
