@@ -7,10 +7,9 @@
 growing C buffers: the match's own row, its players, deals, tricks and plays (their facts
 packed into the codes of ``kingrec.store.schema.PACKED``), and its bytes in pieces. ``take``
 hands every buffer over, uncopied, laid out as ``kingrec.store.columns`` describes, for
-pyarrow to wrap as is. The
-pure-Python twin is ``kingrec.store.rows``; tests hold the two to identical tables. A record
-whose wire bytes this reader does not fully understand is left to the twin (``add`` answers
--1), so the rows never differ.
+pyarrow to wrap as is. The pure-Python twin is ``kingrec.store.rows``; tests hold the two to
+identical tables. A record whose wire bytes this reader does not fully understand is left to
+the twin (``add`` answers -1), so the rows never differ.
 """
 
 from cpython.buffer cimport PyBuffer_FillInfo
@@ -65,13 +64,14 @@ cdef Py_ssize_t _spare_total = 0
 
 cdef char* _fresh(Py_ssize_t* cap) except NULL:
     """A block of at least ``cap[0]`` bytes (``cap`` is set to its size): the smallest kept
-    one that fits, else a new one."""
+    one that fits and is not over twice as big, else a new one."""
     global _spare_total
     cdef Py_ssize_t best = -1
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, size
     cdef char* p
     for i in range(len(_spare)):
-        if _spare[i][0] >= cap[0] and (best < 0 or _spare[i][0] < _spare[best][0]):
+        size = _spare[i][0]
+        if cap[0] <= size <= 2 * cap[0] and (best < 0 or size < _spare[best][0]):
             best = i
     if best >= 0:
         size, address = _spare.pop(best)
