@@ -48,8 +48,8 @@ def default_path() -> str:
 WRITE_MEMORY_LIMIT = "128MB"
 # DuckDB checkpoints (writes what the log holds into the file) once the log passes this. At
 # its default of 16 MB an ingest checkpointed after nearly every batch, and each checkpoint
-# rewrote the table's last, partly filled row groups (matches and records are one row group
-# up to 122,880 matches), so the cost grew with the store: a 2 M-deal ingest took 31 s, with
+# rewrote the tables' last, partly filled row groups (matches is one row group up to 122,880
+# matches), so the cost grew with the store: a 2 M-deal ingest of schema 3 took 31 s, with
 # 1 GB 25 s, and its file was 1.48 GB instead of 1.93. The log may then reach 1 GB on disk.
 CHECKPOINT_THRESHOLD = "1GB"
 
