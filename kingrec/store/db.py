@@ -47,11 +47,14 @@ def default_path() -> str:
 # a writable store (the service's) spills to disk instead; read-only opens are not capped.
 WRITE_MEMORY_LIMIT = "128MB"
 # DuckDB checkpoints (writes what the log holds into the file) once the log passes this. At
-# its default of 16 MB an ingest checkpointed after nearly every batch, and each checkpoint
-# rewrote the tables' last, partly filled row groups (matches is one row group up to 122,880
-# matches), so the cost grew with the store: a 2 M-deal ingest of schema 3 took 31 s, with
-# 1 GB 25 s, and its file was 1.48 GB instead of 1.93. The log may then reach 1 GB on disk.
-CHECKPOINT_THRESHOLD = "1GB"
+# its default of 16 MB a schema-3 ingest checkpointed after nearly every batch, and each
+# checkpoint rewrote the tables' last, partly filled row groups (matches is one row group up
+# to 122,880 matches), so the cost grew with the store: 2 M deals took 31 s, with 1 GB 25 s,
+# and the file was 1.48 GB instead of 1.93. Since schema 4 a classic match leaves ~560 bytes
+# in the log (a 100,000-match ingest 56 MB), and the gain is smaller (97-101k deals/s at
+# 16 MB, 100-106k at 1 GB); 256 MB keeps such an ingest to one checkpoint, at close, while
+# the log a crash leaves to replay, and the work of the checkpoint at close, stay bounded.
+CHECKPOINT_THRESHOLD = "256MB"
 
 
 def _config(
