@@ -57,7 +57,7 @@ cdef int grow(Buf* b, Py_ssize_t more) except -1:
 # that big comes from the kernel a page at a time, each page a fault: measured, a quarter of
 # an ingest's CPU was the kernel's. So the memory of a column the table is done with is kept
 # (up to SPARE_BYTES) for the next batch's columns instead of going back to the kernel.
-cdef Py_ssize_t SPARE_BYTES = 256 << 20  # a classic batch's columns are about 170 MB
+cdef Py_ssize_t SPARE_BYTES = 256 << 20  # a classic batch's columns hold about 175 MB
 cdef list _spare = []  # [(capacity, address)] of kept blocks
 cdef Py_ssize_t _spare_total = 0
 
