@@ -327,12 +327,12 @@ def test_a_writable_store_caps_its_memory_and_checkpoints_only_past_a_big_log(
     settings = "SELECT current_setting('{}')"
     with Store.open(path) as store:
         con = store.con
-        assert con.execute(settings.format("memory_limit")).fetchone() == ("122.0 MiB",)
-        assert con.execute(settings.format("block_allocator_memory")).fetchone() == ("122.0 MiB",)
+        assert con.execute(settings.format("memory_limit")).fetchone() == ("244.1 MiB",)
+        assert con.execute(settings.format("block_allocator_memory")).fetchone() == ("244.1 MiB",)
         assert con.execute(settings.format("checkpoint_threshold")).fetchone() == ("244.1 MiB",)
     with Store.open(path, read_only=True) as store:
         limit = store.con.execute(settings.format("memory_limit")).fetchone()
-        assert limit != ("122.0 MiB",)
+        assert limit != ("244.1 MiB",)
 
 
 def test_a_store_from_a_newer_kingrec_is_refused(tmp_path: Path) -> None:
