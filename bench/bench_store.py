@@ -173,7 +173,6 @@ def main() -> None:
         ensure_file(path, args.matches, args.jobs)
     matches = sum(1 for item in read_frames(path) if isinstance(item, Frame))
     args.batch = args.batch or BATCH_MATCHES
-    # The smaller run still spans two batches, so both measure the steady state.
     # The smaller run fills the pipeline (a batch prepared while WRITERS are written) at least
     # once, else it would hold less in flight than any long ingest and flatter nothing.
     small_n = min(matches, max(matches // 10, (WRITERS + 2) * args.batch))

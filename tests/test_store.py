@@ -414,15 +414,18 @@ def test_an_older_store_is_upgraded_keeping_every_deal_trick_and_play(
         "deals": "match_key, deal",
         "records": "match_key",
     }
+    tables = "SELECT table_name, sql FROM duckdb_tables() ORDER BY table_name"
     with Store.open(db) as store:
         store.ingest_matches(_edge_matches(), source="edge")
         before = {v: _rows(store, f"SELECT * FROM {v} ORDER BY {o}") for v, o in order.items()}
+        new_tables = _rows(store, tables)
     _rewind(db, version)
     with pytest.raises(StoreVersionError, match=f"upgrade it to version {SCHEMA_VERSION}"):
         Store.open(db, read_only=True)
     with Store.open(db) as store:
         after = {v: _rows(store, f"SELECT * FROM {v} ORDER BY {o}") for v, o in order.items()}
         assert after == before
+        assert _rows(store, tables) == new_tables  # as a new store makes them: compression too
         assert any(row[9] is not None for row in after["plays"])  # broke survived
         assert any(row[17] is None for row in after["deals"])  # so did a hand that is no deck
         version_now = _rows(store, "SELECT value FROM kingrec_meta WHERE key = 'schema_version'")

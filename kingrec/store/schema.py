@@ -626,20 +626,22 @@ def upgrade_statements(version: int) -> list[str]:
             for s in range(4)
         )
         facts = ", ".join(name for name, _, _ in _DEAL_FACTS)
+        # The new tables as a new store makes them (their compression chosen), then filled.
         return [
             "DROP VIEW IF EXISTS plays",
             "DROP VIEW IF EXISTS tricks",
-            f"CREATE TABLE plays_v3 AS SELECT {deal_code} AS deal_code, {play_code} AS play_code "
-            "FROM plays_base",
-            "DROP TABLE plays_base",
-            "ALTER TABLE plays_v3 RENAME TO plays_base",
+            "ALTER TABLE plays_base RENAME TO plays_v2",
+            _create_table("plays_base"),
+            f"INSERT INTO plays_base SELECT {deal_code}, {play_code} FROM plays_v2",
+            "DROP TABLE plays_v2",
+            "ALTER TABLE tricks_base RENAME TO tricks_v2",
+            _create_table("tricks_base"),
             # Tricks of schema 2 carry no trumps: their deal's.
-            f"CREATE TABLE tricks_v3 AS SELECT {deal_code} AS deal_code, {trick_code} AS "
-            "trick_code, points FROM (SELECT t.*, d.trump FROM tricks_base t "
-            "JOIN deals d USING (match_key, deal))",
-            "DROP TABLE tricks_base",
-            "ALTER TABLE tricks_v3 RENAME TO tricks_base",
-            f"CREATE TABLE deals_base AS SELECT {facts}, {held}, trump_length "
+            f"INSERT INTO tricks_base SELECT {deal_code}, {trick_code}, points "
+            "FROM (SELECT t.*, d.trump FROM tricks_v2 t JOIN deals d USING (match_key, deal))",
+            "DROP TABLE tricks_v2",
+            _create_table("deals_base"),
+            f"INSERT INTO deals_base SELECT {facts}, {held}, trump_length "
             f"FROM (SELECT *, {masks} FROM deals)",
             "DROP TABLE deals",
         ]
