@@ -399,7 +399,6 @@ def _rewind(db: str, version: int) -> None:
     con.execute("CREATE VIEW plays AS SELECT * FROM plays_base")  # as good as the old views
     if version == 2:
         con.execute("CREATE VIEW tricks AS SELECT * FROM tricks_base")
-    con.execute("UPDATE kingrec_meta SET value = ? WHERE key = 'schema_version'", [str(version)])
     con.close()
 
 
@@ -434,10 +433,6 @@ def test_an_older_store_is_upgraded_keeping_every_deal_trick_and_play(
         assert [v.status for v in summary] == ["stored"]
     with Store.open(db, read_only=True) as store:  # the upgrade is kept
         assert store.count("matches") == len(_edge_matches()) + 1
-
-
-def _view_names(con: duckdb.DuckDBPyConnection, view: str) -> list[str]:
-    return [str(row[0]) for row in con.execute(f"DESCRIBE {view}").fetchall()]
 
 
 @pytest.mark.skipif(DUCKDB_CLI is None, reason="the duckdb CLI (duckdb-cli) is not installed")
