@@ -32,13 +32,15 @@ _OPT = ["/O2"] if sys.platform == "win32" else ["-O3"]
 _EXACT_FLOATS = [] if sys.platform == "win32" else ["-ffp-contract=off"]
 
 # The compiled twins: module name -> extra compile arguments. Sources are kingrec/NAME.pyx
-# and the shared declarations kingrec/*.pxd; Cython turns them into kingrec/NAME.c.
+# (a dotted NAME lives in a subpackage: analysis._par_c is kingrec/analysis/_par_c.pyx) and
+# the shared declarations kingrec/*.pxd; Cython turns them into kingrec/NAME.c.
 _TWINS = {
     "_engine_c": _OPT,
     "_frames_c": _OPT,
     "_fastcheck_c": _OPT,
     "_columns_c": _OPT,
     "_sim_c": [*_OPT, *_EXACT_FLOATS],
+    "analysis._par_c": _OPT,
 }
 
 
@@ -74,9 +76,14 @@ def _cython_available() -> bool:
     return True
 
 
+def _source(name: str, suffix: str) -> str:
+    """The path of twin NAME's .pyx or .c: kingrec/NAME.pyx, dots as folders."""
+    return str(Path("kingrec", *name.split("."))) + suffix
+
+
 def _stale(name: str) -> bool:
     """kingrec/NAME.c is missing or older than a source it is generated from."""
-    c_file, pyx = Path("kingrec", f"{name}.c"), Path("kingrec", f"{name}.pyx")
+    c_file, pyx = Path(_source(name, ".c")), Path(_source(name, ".pyx"))
     if not c_file.exists():
         return True
     text = pyx.read_text(encoding="utf-8")
@@ -90,26 +97,26 @@ def _extensions() -> list[Extension]:
         from Cython.Build import cythonize
 
         pyx = [
-            Extension(f"kingrec.{name}", [f"kingrec/{name}.pyx"], extra_compile_args=args)
+            Extension(f"kingrec.{name}", [_source(name, ".pyx")], extra_compile_args=args)
             for name, args in _TWINS.items()
         ]
         # cythonize regenerates only the .c files that are out of date.
         return cythonize(pyx, compiler_directives={"language_level": 3})
-    missing = [name for name in stale if not Path("kingrec", f"{name}.c").exists()]
+    missing = [name for name in stale if not Path(_source(name, ".c")).exists()]
     if missing:
         raise SystemExit(
-            f"error: kingrec/{missing[0]}.c is missing and Cython is not installed (or "
+            f"error: {_source(missing[0], '.c')} is missing and Cython is not installed (or "
             "KINGREC_NO_CYTHON is set): pip install 'Cython>=3.1,<4', or build from the sdist, "
             "which ships the generated C"
         )
     if stale:
         _say(
-            f"note: {', '.join(f'kingrec/{n}.c' for n in stale)}: older than the Cython "
+            f"note: {', '.join(_source(n, '.c') for n in stale)}: older than the Cython "
             "sources, but Cython is not installed (or KINGREC_NO_CYTHON is set): compiling "
             "the C as it is"
         )
     return [
-        Extension(f"kingrec.{name}", [f"kingrec/{name}.c"], extra_compile_args=args)
+        Extension(f"kingrec.{name}", [_source(name, ".c")], extra_compile_args=args)
         for name, args in _TWINS.items()
     ]
 
@@ -184,7 +191,7 @@ class SdistWithC(sdist):
         stale = [name for name in _TWINS if _stale(name)]
         if stale:
             raise SetupError(
-                f"kingrec/{stale[0]}.c is older than its Cython sources: install Cython "
+                f"{_source(stale[0], '.c')} is older than its Cython sources: install Cython "
                 "(pip install -e '.[dev]') so that setup.py regenerates it"
             )
         super().run()

@@ -18,13 +18,14 @@ from types import ModuleType
 __all__ = ["ACTIVE", "COMPILED", "PYTHON", "Twins", "compiled_required", "pure_forced"]
 
 # The compiled twins, in the order of Twins' fields: engine, simulator, wire-level checker,
-# frame loop, the store's column builder.
+# frame loop, the store's column builder, the par search.
 _COMPILED_MODULES = (
     "kingrec._engine_c",
     "kingrec._sim_c",
     "kingrec._fastcheck_c",
     "kingrec._frames_c",
     "kingrec._columns_c",
+    "kingrec.analysis._par_c",
 )
 
 
@@ -44,7 +45,8 @@ def compiled_required() -> bool:
 
 @dataclass(frozen=True)
 class Twins:
-    """One set of twins: the engine, the simulator, the wire-level checker, the frame loop.
+    """One set of twins: the engine, the simulator, the wire-level checker, the frame loop,
+    the store's column builder, the par search.
 
     Modules are named, and imported on first use: the simulator twins import the bots,
     which use the engine, so nothing here may import them while kingrec is loading.
@@ -56,6 +58,7 @@ class Twins:
     fastcheck_module: str | None  # None: every record takes the reference validator
     frames_module: str
     columns_module: str
+    par_module: str
 
     @property
     def engine(self) -> ModuleType:
@@ -79,6 +82,10 @@ class Twins:
     def columns(self) -> ModuleType:
         return importlib.import_module(self.columns_module)
 
+    @property
+    def par(self) -> ModuleType:
+        return importlib.import_module(self.par_module)
+
 
 PYTHON = Twins(
     "python",
@@ -87,6 +94,7 @@ PYTHON = Twins(
     None,
     "kingrec._frames_py",
     "kingrec.store.rows",
+    "kingrec.analysis._par_py",
 )
 
 

@@ -26,7 +26,7 @@ from kingrec.v1 import record_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = "Scripts" if os.name == "nt" else "bin"
-TWINS = ("_engine_c", "_frames_c", "_fastcheck_c", "_sim_c")
+TWINS = ("_engine_c", "_frames_c", "_fastcheck_c", "_sim_c", "analysis/_par_c")
 # The one warning setup.py gives when the twins do not compile.
 FALLBACK_WARNING = "kingrec is installed WITHOUT its compiled twins"
 # This machine builds the compiled twins (CI requires it): the sdist must build them too.

@@ -1,0 +1,327 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Par search, compiled: the twin of ``kingrec/analysis/_par_py.py`` over the one core.
+
+The rules come from ``kingrec/_core.pxd`` (the legal set, the trick winner, the units, the
+deal's end, all in ``deal_legal`` and ``deal_push``); this file adds only the search, which
+is ``_par_py``'s line for line: the same moves in the same order, the same table with the
+same keys and the same emptying, so the two give the same values and node counts.
+"""
+
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport calloc, free
+from libc.string cimport memset
+
+from kingrec._core cimport (
+    ALL_CARDS, EL_ALMAZ, END_PLAYING, F_TRUMP_LEAD_BREAK, KOZ, PENALTY, SON_IKI, SUIT,
+    SUIT_OF, DealState, deal_legal, deal_push, high_card, popcount, to_play, trick_winner,
+)
+
+__all__ = ["CLOCK_EVERY", "TT_ENTRIES", "ParSearch"]
+
+cdef enum:
+    WAYS = 4  # entries per bucket
+    BUCKETS = 1 << 18  # 2**20 entries of 40 bytes: 40 MiB per deal being searched
+    EVERY = 4096  # nodes between two looks at the clock
+
+TT_ENTRIES = WAYS * BUCKETS
+CLOCK_EVERY = EVERY
+
+ctypedef struct Entry:
+    # Per suit, what is left (0 in key[0]: an empty entry); the leader and the hero on top.
+    uint64_t key[4]
+    signed char low
+    signed char high
+    unsigned char depth  # cards still out: what the entry saves when it is hit
+
+
+cdef inline uint64_t mix(uint64_t x) noexcept nogil:
+    x ^= x >> 33
+    x *= 0xff51afd7ed558ccdULL
+    x ^= x >> 33
+    return x
+
+
+cdef class ParSearch:
+    """Searches positions of one deal, for any hero seat (``_par_py.ParSearch``)."""
+
+    cdef readonly int contract, trump, seat
+    cdef readonly long flags
+    cdef readonly unsigned long long nodes, tt_probes, tt_hits
+    cdef bint hero_wants_units, aborted
+    cdef uint64_t penalty
+    cdef Entry* table
+    cdef unsigned long long node_limit
+    cdef long long deadline
+    cdef object clock
+
+    def __cinit__(self, int contract, int trump, long flags):
+        self.contract = contract
+        self.trump = trump
+        self.flags = flags
+        self.seat = 0
+        self.hero_wants_units = contract == KOZ
+        self.penalty = PENALTY[contract] if 0 <= contract < 8 else 0
+        self.table = NULL
+
+    def __dealloc__(self):
+        free(self.table)
+
+    def units_left(self, int seat, held, int leader, trick, uint64_t played, int ntricks,
+                   unsigned long long node_limit=0, long long deadline_ns=0, clock=None):
+        """The units ``seat`` is sure of from this position on, or -1 past the budget
+        (``_par_py.ParSearch.units_left``)."""
+        cdef DealState d
+        cdef int i, n = len(trick)
+        if not 0 <= seat <= 3 or not 0 <= leader <= 3 or n > 3:
+            raise ValueError("seat and leader are 0..3, and a trick on the table has 0..3 cards")
+        self.seat = seat
+        if self.table == NULL:
+            self.table = <Entry*>calloc(WAYS * BUCKETS, sizeof(Entry))
+            if self.table == NULL:
+                raise MemoryError("no memory for the par search's table")
+        memset(&d, 0, sizeof(DealState))
+        for i in range(4):
+            d.held[i] = held[i]
+        d.played = played
+        d.penalty = self.penalty
+        d.flags = self.flags
+        d.contract = self.contract
+        d.trump = self.trump
+        d.leader = leader
+        for i in range(n):
+            d.trick[i] = trick[i]
+        d.ntrick = n
+        d.ntricks = ntricks
+        d.end = END_PLAYING
+        d.revoker = -1
+        self.node_limit = node_limit
+        self.deadline = deadline_ns
+        self.clock = clock
+        self.aborted = False
+        if deadline_ns and clock is not None and clock() >= deadline_ns:
+            return -1
+        value = self._mtd(&d)
+        return -1 if self.aborted else value
+
+    cdef int _mtd(self, const DealState* d) except? -9:
+        """The exact value by null-window searches (``_par_py.ParSearch._mtd``)."""
+        cdef int low = 0, high = self._units_in_play(d), guess = 0, target
+        while low < high:
+            target = guess + 1 if guess == low else guess
+            guess = self._search(d, target - 1, target)
+            if self.aborted:
+                return 0
+            if guess < target:
+                high = guess
+            else:
+                low = guess
+        return low
+
+    cdef int _units_in_play(self, const DealState* d) noexcept nogil:
+        if self.contract == KOZ or self.contract == EL_ALMAZ:
+            return 13 - d.ntricks
+        if self.contract == SON_IKI:
+            return 13 - (d.ntricks if d.ntricks > 11 else 11)
+        return popcount(self.penalty & ~d.played)
+
+    cdef int _sure_tricks(self, const DealState* d) noexcept nogil:
+        """``_par_py.ParSearch._sure_tricks``."""
+        cdef uint64_t hand = d.held[self.seat], out = ALL_CARDS & ~d.played
+        cdef uint64_t trumps = SUIT[self.trump] & out, tops = 0, rest, top
+        cdef int suit
+        if trumps & ~hand:
+            return 0
+        for suit in range(4):
+            if suit == self.trump:
+                continue
+            rest = SUIT[suit] & out
+            while rest:
+                top = <uint64_t>1 << high_card(rest)
+                if not hand & top:
+                    break
+                tops |= top
+                rest ^= top
+        if self.flags & F_TRUMP_LEAD_BREAK and not d.played & SUIT[self.trump]:
+            if hand & ~tops & ~trumps:
+                return popcount(tops)
+        return popcount(tops) + popcount(trumps)
+
+    cdef void _key(self, const DealState* d, uint64_t* key) noexcept nogil:
+        cdef int suit
+        cdef uint64_t code, out, low, owner
+        for suit in range(4):
+            code = 1
+            out = SUIT[suit] & ~d.played
+            while out:
+                low = out & (~out + 1)
+                if d.held[0] & low:
+                    owner = 0
+                elif d.held[1] & low:
+                    owner = 1
+                elif d.held[2] & low:
+                    owner = 2
+                else:
+                    owner = 3
+                code = code << 3 | owner << 1 | (1 if self.penalty & low else 0)
+                out ^= low
+            key[suit] = code
+        key[0] |= <uint64_t>d.leader << 56 | <uint64_t>self.seat << 58
+
+    cdef Entry* _bucket(self, const uint64_t* key) noexcept nogil:
+        cdef uint64_t h = mix(key[0] ^ mix(key[1] ^ mix(key[2] ^ mix(key[3]))))
+        return &self.table[(h & (BUCKETS - 1)) * WAYS]
+
+    cdef Entry* _find(self, const uint64_t* key) noexcept nogil:
+        """The entry holding ``key``, or NULL."""
+        cdef Entry* e = self._bucket(key)
+        cdef int i
+        for i in range(WAYS):
+            if (e[i].key[0] == key[0] and e[i].key[1] == key[1] and e[i].key[2] == key[2]
+                    and e[i].key[3] == key[3]):
+                return &e[i]
+        return NULL
+
+    cdef void _store(self, const uint64_t* key, int depth, int value, int alpha,
+                     int beta) noexcept nogil:
+        cdef Entry* e = self._find(key)
+        cdef Entry* bucket
+        cdef int low, high, i
+        if e == NULL:
+            # A free entry, else the one that saves least: the fewest cards still out.
+            bucket = self._bucket(key)
+            e = &bucket[0]
+            for i in range(WAYS):
+                if bucket[i].key[0] == 0:
+                    e = &bucket[i]
+                    break
+                if bucket[i].depth < e.depth:
+                    e = &bucket[i]
+            e.key[0], e.key[1], e.key[2], e.key[3] = key[0], key[1], key[2], key[3]
+            e.low, e.high = 0, 13
+            e.depth = <unsigned char>depth
+        low, high = e.low, e.high
+        if value <= alpha:
+            if value < high:
+                high = value
+        elif value >= beta:
+            if value > low:
+                low = value
+        else:
+            low = high = value
+        e.low, e.high = <signed char>low, <signed char>high
+
+    cdef int _order(self, const DealState* d, int card, bint is_penalty) noexcept nogil:
+        cdef int rank = card % 13
+        cdef int trick[4]
+        cdef int i, n = d.ntrick
+        cdef bint wins
+        if n == 0:
+            return -rank if self.hero_wants_units else rank
+        for i in range(n):
+            trick[i] = d.trick[i]
+        trick[n] = card
+        wins = trick_winner(trick, n + 1, d.trump) == n
+        if self.hero_wants_units:
+            return rank if wins else 100 + rank
+        if SUIT_OF[card] != SUIT_OF[d.trick[0]] and is_penalty:
+            return -100 - rank
+        return 100 - rank if wins else -rank
+
+    cdef int _moves(self, const DealState* d, int* cards) noexcept nogil:
+        """The legal cards, one per group of equivalent cards, best guesses first."""
+        cdef uint64_t hand = d.held[to_play(d)]
+        cdef uint64_t legal = deal_legal(d)
+        cdef uint64_t out = ALL_CARDS & ~d.played
+        cdef uint64_t mask = legal, low, nxt, above
+        cdef int orders[13]
+        cdef int n = 0, card, order, i, j
+        while mask:
+            low = mask & (~mask + 1)
+            card = popcount(low - 1)
+            mask ^= low
+            above = SUIT[SUIT_OF[card]] & ~((low << 1) - 1) & out
+            if above:
+                nxt = above & (~above + 1)
+                if (hand & nxt and legal & nxt
+                        and ((self.penalty & nxt) != 0) == ((self.penalty & low) != 0)):
+                    continue
+            order = self._order(d, card, (self.penalty & low) != 0)
+            # insertion by (order, card): the reference's sort
+            i = n
+            while i > 0 and orders[i - 1] > order:
+                orders[i] = orders[i - 1]
+                cards[i] = cards[i - 1]
+                i -= 1
+            orders[i] = order
+            cards[i] = card
+            n += 1
+        return n
+
+    cdef int _search(self, const DealState* d, int alpha, int beta) except? -9:
+        cdef DealState child
+        cdef uint64_t key[4]
+        cdef Entry* e
+        cdef int most, low, high, best, value, gained, i, n
+        cdef int original_alpha, original_beta
+        cdef int cards[13]
+        cdef bint maximizing, keyed = False
+        self.nodes += 1
+        if self.node_limit and self.nodes > self.node_limit:
+            self.aborted = True
+            return 0
+        if self.deadline and self.nodes % EVERY == 0 and self.clock is not None:
+            if self.clock() >= self.deadline:
+                self.aborted = True
+                return 0
+        if d.end != END_PLAYING:
+            return 0
+        most = self._units_in_play(d)
+        if most == 0 or beta <= 0:
+            return 0
+        if alpha >= most:
+            return most
+        if d.ntrick == 0:
+            if self.hero_wants_units and d.leader == self.seat:
+                value = self._sure_tricks(d)
+                if value >= beta or value == most:
+                    return value
+            keyed = True
+            self._key(d, key)
+            self.tt_probes += 1
+            e = self._find(key)
+            if e != NULL:
+                self.tt_hits += 1
+                low, high = e.low, e.high
+                if low == high or low >= beta:
+                    return low
+                if high <= alpha:
+                    return high
+                if low > alpha:
+                    alpha = low
+                if high < beta:
+                    beta = high
+        maximizing = (to_play(d) == self.seat) == self.hero_wants_units
+        original_alpha, original_beta = alpha, beta
+        best = -1 if maximizing else 14
+        n = self._moves(d, cards)
+        for i in range(n):
+            child = d[0]
+            deal_push(&child, cards[i])
+            gained = child.units[self.seat] - d.units[self.seat]
+            value = gained + self._search(&child, alpha - gained, beta - gained)
+            if self.aborted:
+                return 0
+            if maximizing:
+                if value > best:
+                    best = value
+                    if value > alpha:
+                        alpha = value
+            elif value < best:
+                best = value
+                if value < beta:
+                    beta = value
+            if alpha >= beta:
+                break
+        if keyed:
+            self._store(key, 52 - popcount(d.played), best, original_alpha, original_beta)
+        return best

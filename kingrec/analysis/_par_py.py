@@ -1,0 +1,308 @@
+"""Par search, pure Python: the readable reference twin of ``_par_c.pyx``.
+
+The game is King's play from a given position, solved as a two-sided game: one seat (the
+*hero*) against the other three playing together ("paranoid" max-min). The value of a
+position is the number of the contract's scoring units the hero takes from there to the end
+of the deal, with every hand known; the hero maximizes it in koz and minimizes it in every
+penalty contract, the other three do the opposite. Units already taken are the caller's.
+
+Every rule comes from the engine (``kingrec._engine_py``): the legal set, the trick winner,
+the units of a trick, the deal's end (early end included). The search adds only what makes
+it fast, and none of it changes a value:
+
+- null-window alpha-beta (MTD(f) at the root), fail-soft, with the bound "0 .. units still
+  in play" (a position whose units can no longer change is a leaf) and, in koz, sure tricks:
+  a hero on lead who holds every trump still out wins a trick with each trump and with each
+  top card of a side suit;
+- a transposition table at trick boundaries, keyed on what is left normalised to relative
+  ranks (per suit, the owner and penalty status of each card still out, lowest first) and
+  the leader: two positions with the same key are the same game (the legal sets, trick
+  winners, units, lead bans and early end depend on nothing else), and the value, units
+  still to take, needs neither the trick number nor the units taken so far;
+- equivalent cards merged into one move: a card is skipped when the next card of its suit
+  still out (held or on the trick) is in the same hand with the same penalty status;
+- move ordering: cheap rank heuristics (win cheaply in koz, duck high in the penalty
+  contracts, shed penalty cards on a void).
+
+The compiled twin searches the same tree in the same order, so the two give the same values,
+and the same node counts as long as its fixed-size table has not had to forget a position
+(``tests/test_par.py`` holds them to both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .._engine_py import Deal, trick_winner
+from .._engine_types import END_PLAYING, F_TRUMP_LEAD_BREAK
+from ..cards import SUIT_MASKS
+from ..contracts import PENALTY_MASKS, Contract
+
+__all__ = ["CLOCK_EVERY", "ParSearch"]
+
+CLOCK_EVERY = 4096  # nodes between two looks at the clock
+_DEAL_SLOTS = Deal.__slots__
+
+
+def _clone(deal: Deal) -> Deal:
+    """A copy of an engine ``Deal`` that plays on without touching the original."""
+    other = Deal.__new__(Deal)
+    for name in _DEAL_SLOTS:
+        value = getattr(deal, name)
+        setattr(other, name, value.copy() if isinstance(value, list | bytearray) else value)
+    return other
+
+
+def _position(
+    held: Sequence[int],
+    leader: int,
+    trick: Sequence[int],
+    played: int,
+    ntricks: int,
+    contract: int,
+    trump: int,
+    flags: int,
+) -> Deal:
+    """An engine ``Deal`` standing at the given position, with no units taken yet."""
+    deal = Deal(bytes(range(52)), leader, contract, trump, flags)
+    deal.held = [held[0], held[1], held[2], held[3]]
+    deal.played = played
+    deal.trick = list(trick)
+    deal.winners = bytearray(ntricks)  # only their number matters from here on (son iki)
+    return deal
+
+
+class OutOfBudget(Exception):
+    """The search ran past its node limit or its deadline."""
+
+
+class ParSearch:
+    """Searches positions of one deal, for any hero seat; the table (keyed on the hero too)
+    lives across searches, so the positions of a whole deal (a review) share what earlier
+    searches learnt. The reference's table is a dict that never forgets; the compiled twin's
+    is a fixed 2**20 entries that keeps the costlier positions when it must choose."""
+
+    def __init__(self, contract: int, trump: int, flags: int) -> None:
+        self.contract = contract
+        self.trump = trump
+        self.flags = flags
+        self.seat = 0  # the hero of the search under way
+        self.hero_wants_units = contract == Contract.KOZ
+        self.penalty = PENALTY_MASKS[contract]
+        self.table: dict[tuple[int, ...], tuple[int, int]] = {}
+        self.nodes = 0  # positions searched, over every search of this object
+        self.tt_probes = 0  # looks into the table
+        self.tt_hits = 0  # looks that found the position
+        self._node_limit = 0
+        self._deadline = 0
+        self._clock: Callable[[], int] | None = None
+
+    # -- the public face (the compiled twin's is the same) -------------------------------
+
+    def units_left(
+        self,
+        seat: int,
+        held: Sequence[int],
+        leader: int,
+        trick: Sequence[int],
+        played: int,
+        ntricks: int,
+        node_limit: int = 0,
+        deadline_ns: int = 0,
+        clock: Callable[[], int] | None = None,
+    ) -> int:
+        """The units ``seat`` is sure of from this position on, or -1 when the search ran
+        past ``node_limit`` (total nodes of this object; 0: none) or past ``deadline_ns`` on
+        ``clock`` (nanoseconds; looked at every ``CLOCK_EVERY`` nodes; 0: none).
+
+        The position is one of the deal still being played: ``held`` each seat's cards,
+        ``trick`` the cards on the table from ``leader`` on, ``played`` the cards of the
+        ``ntricks`` completed tricks.
+        """
+        self.seat = seat
+        self._node_limit = node_limit
+        self._deadline = deadline_ns
+        self._clock = clock
+        deal = _position(
+            held, leader, trick, played, ntricks, self.contract, self.trump, self.flags
+        )
+        if deadline_ns and clock is not None and clock() >= deadline_ns:
+            return -1
+        try:
+            return self._mtd(deal)
+        except OutOfBudget:
+            return -1
+
+    def _mtd(self, deal: Deal) -> int:
+        """The exact value by null-window searches (MTD(f)): each one only asks "at least
+        ``target``?", which prunes far more than one wide window; the table keeps what each
+        search learnt for the next."""
+        low, high = 0, self._units_in_play(deal)
+        guess = low
+        while low < high:
+            target = guess + 1 if guess == low else guess
+            guess = self._search(deal, target - 1, target)
+            if guess < target:
+                high = guess
+            else:
+                low = guess
+        return low
+
+    # -- the search ----------------------------------------------------------------------
+
+    def _units_in_play(self, deal: Deal) -> int:
+        """The most units the rest of the deal can still give anyone."""
+        contract = self.contract
+        done = len(deal.winners)
+        if contract == Contract.KOZ or contract == Contract.EL_ALMAZ:
+            return 13 - done
+        if contract == Contract.SON_IKI:
+            return 13 - max(done, 11)
+        return (self.penalty & ~deal.played).bit_count()
+
+    def _sure_tricks(self, deal: Deal) -> int:
+        """Koz, the hero on lead holding every trump still out: the tricks the hero wins for
+        certain by leading trumps and the top cards of the side suits (0 otherwise)."""
+        hand, out = deal.held[self.seat], ~deal.played
+        trumps = SUIT_MASKS[self.trump] & out
+        if trumps & ~hand:
+            return 0
+        tops = 0
+        for suit, suit_mask in enumerate(SUIT_MASKS):
+            if suit == self.trump:
+                continue
+            rest = suit_mask & out
+            while rest:
+                top = 1 << (rest.bit_length() - 1)
+                if not hand & top:
+                    break
+                tops |= top
+                rest ^= top
+        unbroken = self.flags & F_TRUMP_LEAD_BREAK and not deal.played & SUIT_MASKS[self.trump]
+        if unbroken and hand & ~tops & ~trumps:
+            return tops.bit_count()  # trumps may be led only once the hand holds nothing else
+        return tops.bit_count() + trumps.bit_count()
+
+    def _key(self, deal: Deal) -> tuple[int, ...]:
+        """What is left, normalised to relative ranks, who leads, and for whom (at trick
+        boundaries)."""
+        held, penalty = deal.held, self.penalty
+        key = [self.seat, deal.leader]
+        for suit_mask in SUIT_MASKS:
+            code = 1
+            out = suit_mask & ~deal.played
+            while out:
+                low = out & -out
+                owner = 0 if held[0] & low else 1 if held[1] & low else 2 if held[2] & low else 3
+                code = code << 3 | owner << 1 | (1 if penalty & low else 0)
+                out ^= low
+            key.append(code)
+        return tuple(key)
+
+    def _moves(self, deal: Deal) -> list[int]:
+        """The legal cards of the seat to play, one per group of equivalent cards, best
+        guesses first."""
+        hand = deal.held[deal.to_play]
+        legal = deal.legal()
+        out = ~deal.played  # cards still out: in a hand or on the trick
+        penalty = self.penalty
+        moves: list[tuple[int, int]] = []
+        trick = deal.trick
+        led_suit = trick[0] // 13 if trick else -1
+        mask = legal
+        while mask:
+            low = mask & -mask
+            card = low.bit_length() - 1
+            mask ^= low
+            above = SUIT_MASKS[card // 13] & ~((low << 1) - 1) & out
+            if above:
+                nxt = above & -above
+                if hand & nxt and legal & nxt and (penalty & nxt != 0) == (penalty & low != 0):
+                    continue  # the next card up stands for both
+            moves.append((self._order(deal, card, trick, led_suit, penalty & low != 0), card))
+        moves.sort()
+        return [card for _, card in moves]
+
+    def _order(
+        self, deal: Deal, card: int, trick: list[int], led_suit: int, is_penalty: bool
+    ) -> int:
+        """Sort key of a move: lower goes first."""
+        rank = card % 13
+        if not trick:
+            return -rank if self.hero_wants_units else rank
+        wins = trick_winner([*trick, card], self.trump) == len(trick)
+        if self.hero_wants_units:  # koz: everybody fights for the trick, as cheaply as can be
+            return rank if wins else 100 + rank
+        if card // 13 != led_suit and is_penalty:
+            return -100 - rank  # a void: shed a penalty card
+        return 100 - rank if wins else -rank  # duck with the highest card that still ducks
+
+    def _tick(self) -> None:
+        self.nodes += 1
+        if self._node_limit and self.nodes > self._node_limit:
+            raise OutOfBudget
+        if self._deadline and self.nodes % CLOCK_EVERY == 0:
+            clock = self._clock
+            if clock is not None and clock() >= self._deadline:
+                raise OutOfBudget
+
+    def _search(self, deal: Deal, alpha: int, beta: int) -> int:
+        """Units the hero takes from ``deal`` on, within the window (alpha, beta), fail-soft."""
+        self._tick()
+        if deal.end != END_PLAYING:
+            return 0
+        most = self._units_in_play(deal)
+        if most == 0 or beta <= 0:
+            return 0  # nothing left to take, or the window wants less than nothing
+        if alpha >= most:
+            return most
+        key: tuple[int, ...] | None = None
+        if not deal.trick:
+            if self.hero_wants_units and deal.leader == self.seat:
+                sure = self._sure_tricks(deal)
+                if sure >= beta or sure == most:
+                    return sure
+            key = self._key(deal)
+            self.tt_probes += 1
+            bounds = self.table.get(key)
+            if bounds is not None:
+                self.tt_hits += 1
+                low, high = bounds
+                if low == high or low >= beta:
+                    return low
+                if high <= alpha:
+                    return high
+                alpha, beta = max(alpha, low), min(beta, high)
+        maximizing = (deal.to_play == self.seat) == self.hero_wants_units
+        seat = self.seat
+        original_alpha, original_beta = alpha, beta
+        best = -1 if maximizing else 14
+        for card in self._moves(deal):
+            child = _clone(deal)
+            before = child.units[seat]
+            child.push(card)
+            gained = child.units[seat] - before
+            value = gained + self._search(child, alpha - gained, beta - gained)
+            if maximizing:
+                if value > best:
+                    best = value
+                    alpha = max(alpha, value)
+            elif value < best:
+                best = value
+                beta = min(beta, value)
+            if alpha >= beta:
+                break
+        if key is not None:
+            self._store(key, best, original_alpha, original_beta)
+        return best
+
+    def _store(self, key: tuple[int, ...], value: int, alpha: int, beta: int) -> None:
+        table = self.table
+        low, high = table.get(key, (0, 13))
+        if value <= alpha:
+            high = min(high, value)  # failed low: an upper bound
+        elif value >= beta:
+            low = max(low, value)  # failed high: a lower bound
+        else:
+            low = high = value
+        table[key] = (low, high)

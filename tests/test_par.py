@@ -1,0 +1,251 @@
+"""The par search (docs/ANALYSIS.md): both twins against an exhaustive minimax, against each
+other, and on hand-made deals whose answers are known."""
+
+from __future__ import annotations
+
+import random
+from types import ModuleType
+
+import pytest
+
+from kingrec import _twins
+from kingrec._engine_py import Deal
+from kingrec.analysis import _par_py
+from kingrec.analysis.par import Budget, OutOfBudgetError, Solver, deal_par, replay_course
+from kingrec.cards import CLUBS, HEARTS, SPADES, SUIT_MASKS, cards_in, parse_card
+from kingrec.contracts import Contract
+from kingrec.rules import PRESETS, RevokeRule, Ruleset, preset
+from kingrec.simulate import simulate_match
+from kingrec.v1 import record_pb2 as pb
+
+CLASSIC = preset("classic")
+
+
+def _par_twins() -> list[object]:
+    params: list[object] = [pytest.param(_twins.PYTHON.par, id="python")]
+    if _twins.COMPILED is None:
+        params.append(pytest.param(None, id="cython", marks=pytest.mark.skip("not built")))
+    else:
+        params.append(pytest.param(_twins.COMPILED.par, id="cython"))
+    return params
+
+
+@pytest.fixture(params=_par_twins())
+def par_twin(request: pytest.FixtureRequest) -> ModuleType:
+    return request.param  # type: ignore[no-any-return]
+
+
+needs_compiled = pytest.mark.skipif(_twins.COMPILED is None, reason="not built")
+
+# -- positions -------------------------------------------------------------------------------
+
+
+def _random_ending(rng: random.Random, tricks_left: int) -> tuple[Deal, Ruleset]:
+    """A random deal played at random (legally) until ``tricks_left`` tricks remain, give or
+    take the cards of an open trick; under a random preset, contract and trump."""
+    while True:
+        rules = rng.choice(list(PRESETS.values()))
+        contract = rng.choice(list(Contract))
+        trump = rng.randrange(4) if contract == Contract.KOZ else -1
+        cards = list(range(52))
+        rng.shuffle(cards)
+        deal = Deal(bytes(cards), rng.randrange(4), contract, trump, rules.deal_flags(contract))
+        target = 52 - 4 * tricks_left + rng.randrange(4)
+        while deal.nplays < target and deal.end == 0:
+            deal.push(rng.choice(list(cards_in(deal.legal()))))
+        if deal.end == 0:
+            return deal, rules
+
+
+def _exhaustive(deal: Deal, seat: int) -> int:
+    """Units ``seat`` is sure of from ``deal`` on: plain minimax, every legal card, no table,
+    no pruning; the hero maximizes in koz and minimizes elsewhere."""
+    if deal.end:
+        return 0
+    values = []
+    for card in cards_in(deal.legal()):
+        child = _par_py._clone(deal)
+        before = child.units[seat]
+        child.push(card)
+        values.append(child.units[seat] - before + _exhaustive(child, seat))
+    hero_max = deal.contract == Contract.KOZ
+    return max(values) if (deal.to_play == seat) == hero_max else min(values)
+
+
+def _search(twin: ModuleType, deal: Deal, seat: int) -> tuple[int, int]:
+    search = twin.ParSearch(deal.contract, deal.trump, deal.flags)
+    value = search.units_left(
+        seat, deal.held, deal.leader, deal.trick, deal.played, len(deal.winners)
+    )
+    return value, search.nodes
+
+
+def test_both_twins_agree_with_exhaustive_minimax_on_endings_of_up_to_three_tricks(
+    par_twin: ModuleType,
+) -> None:
+    rng = random.Random(18)
+    for _ in range(60):
+        deal, _rules = _random_ending(rng, rng.choice((1, 2, 3)))
+        for seat in range(4):
+            assert _search(par_twin, deal, seat)[0] == _exhaustive(deal, seat), (
+                deal.held,
+                deal.trick,
+                deal.contract,
+                deal.flags,
+                seat,
+            )
+
+
+def test_both_twins_agree_with_exhaustive_minimax_on_four_trick_endings(
+    par_twin: ModuleType,
+) -> None:
+    rng = random.Random(4)
+    for i in range(8):
+        deal, _rules = _random_ending(rng, 4)
+        seat = i % 4
+        assert _search(par_twin, deal, seat)[0] == _exhaustive(deal, seat)
+
+
+@needs_compiled
+def test_the_twins_agree_on_thousands_of_endings_value_and_node_count() -> None:
+    assert _twins.COMPILED is not None
+    compiled = _twins.COMPILED.par
+    rng = random.Random(2026)
+    count = 0
+    for _ in range(1500):
+        deal, _rules = _random_ending(rng, rng.choice((1, 2, 3, 4)))
+        seat = rng.randrange(4)
+        reference = _search(_par_py, deal, seat)
+        assert _search(compiled, deal, seat) == reference, (deal.held, deal.trick, seat)
+        count += 1
+    assert count == 1500
+
+
+# -- hand-made deals -------------------------------------------------------------------------
+
+
+def _suit_deal(contract: Contract, *, trump: int = -1, suit: int = SPADES) -> pb.Deal:
+    """A deal where seat 0 (the declarer) holds the whole of ``suit``; the other 39 cards go
+    round the other three seats in order, and nothing has been played."""
+    whole = list(cards_in(SUIT_MASKS[suit]))
+    rest = [c for c in range(52) if c // 13 != suit]
+    deal = pb.Deal(number=1, declarer=0, contract=pb.Contract.ValueType(contract))
+    deal.hands = bytes(whole + rest)
+    if trump >= 0:
+        deal.trump = pb.Suit.ValueType(trump + 1)
+    return deal
+
+
+def test_a_hand_of_all_the_trumps_takes_all_thirteen_tricks() -> None:
+    result = deal_par(_suit_deal(Contract.KOZ, trump=SPADES), CLASSIC)
+    assert result.solved
+    assert [s.par for s in result.seats] == [13, 0, 0, 0]
+    assert [s.par_points for s in result.seats] == [650, 0, 0, 0]
+
+
+@pytest.mark.parametrize(
+    ("contract", "units"),
+    [
+        (Contract.EL_ALMAZ, 13),
+        (Contract.KUPA, 13),
+        (Contract.ERKEK, 8),
+        (Contract.KIZ, 4),
+        (Contract.SON_IKI, 2),
+    ],
+)
+def test_a_declarer_holding_a_whole_suit_takes_every_unit_of_a_penalty_contract(
+    contract: Contract, units: int
+) -> None:
+    # Seat 0 leads its suit every trick and nobody can follow: it wins them all, and the void
+    # discards of the others give it their penalty cards.
+    suit = HEARTS if contract == Contract.KUPA else SPADES
+    result = deal_par(_suit_deal(contract, suit=suit), CLASSIC)
+    assert [s.par for s in result.seats] == [units, 0, 0, 0]
+
+
+def test_a_void_forces_the_king_of_hearts_and_the_deal_ends_early() -> None:
+    # Seat 0 holds every club and leads one: the ♥K's holder is void and must discard it, so
+    # seat 0 takes the ♥K on the first trick, and with it gone the deal is over.
+    deal = _suit_deal(Contract.RIFKI, suit=CLUBS)
+    result = deal_par(deal, CLASSIC)
+    assert [s.par for s in result.seats] == [1, 0, 0, 0]
+    assert [s.par_points for s in result.seats] == [-320, 0, 0, 0]
+    assert result.stats.nodes < 5000  # the early end cuts the tree after one trick
+
+
+def test_par_at_a_later_play_counts_the_units_already_taken() -> None:
+    deal = _suit_deal(Contract.KIZ)
+    spades = list(cards_in(SUIT_MASKS[SPADES]))
+    # Trick 1: seat 0 leads ♠2, the others shed the ♣Q, ♦Q and ♥Q as they must.
+    deal.plays = bytes([spades[0], parse_card("QC"), parse_card("QD"), parse_card("QH")])
+    result = deal_par(deal, CLASSIC, at_play=4)
+    assert result.seats[0].par == 4  # three taken, the ♠Q to come
+
+
+# -- records that stop short ---------------------------------------------------------------
+
+
+def test_analysis_stops_before_an_illegal_play_and_says_which() -> None:
+    match = simulate_match(CLASSIC, 7)
+    deal = match.deals[0]
+    plays = bytearray(deal.plays)
+    plays[0], plays[1] = plays[1], plays[0]  # the declarer leads a card seat 1 holds
+    deal.plays = bytes(plays)
+    course = replay_course(deal, CLASSIC)
+    assert course.plays == b""
+    assert course.stop is not None and "play 1" in course.stop and "NOT_IN_HAND" in course.stop
+    assert course.actual is None
+
+
+def test_a_penalized_revoke_ends_the_analysis_at_the_revoke() -> None:
+    rules = CLASSIC.replace(revoke=RevokeRule.PENALIZE)
+    match = simulate_match(rules, 3, revoke_in_deal=2)
+    deal = match.deals[1]
+    assert deal.HasField("revoke_play")
+    result = deal_par(deal, rules, budget=Budget(nodes=1))
+    assert result.analysed_plays == deal.revoke_play
+    assert result.stop is not None and "revoke" in result.stop
+    assert all(s.actual is None for s in result.seats)
+
+
+def test_a_deal_that_cannot_be_replayed_gets_no_par_and_a_reason() -> None:
+    deal = pb.Deal(number=3, declarer=0, contract=pb.CONTRACT_KIZ, hands=bytes(52))
+    result = deal_par(deal, CLASSIC)
+    assert not result.solved and result.seats == ()
+    assert result.stop is not None and "cannot be replayed" in result.stop
+
+
+# -- the budget ------------------------------------------------------------------------------
+
+
+def test_a_deal_past_its_node_budget_is_unsolved_never_guessed() -> None:
+    deal = simulate_match(CLASSIC, 1).deals[3]
+    result = deal_par(deal, CLASSIC, budget=Budget(nodes=1000))
+    assert not result.solved
+    assert [s.par for s in result.seats] == [None, None, None, None]
+    assert [s.actual for s in result.seats] == [
+        replay_course(deal, CLASSIC).actual[s]  # type: ignore[index]
+        for s in range(4)
+    ]
+
+
+def test_a_deal_past_its_time_budget_is_unsolved_on_an_injected_clock() -> None:
+    ticks = iter(range(0, 10**12, 400_000))  # every look at the clock: 0.4 ms later
+
+    def clock() -> int:
+        return next(ticks)
+
+    deal = simulate_match(CLASSIC, 1).deals[3]
+    solver = Solver(
+        deal.contract, deal.trump - 1, CLASSIC.deal_flags(deal.contract), Budget(ms=1, clock=clock)
+    )
+    course = replay_course(deal, CLASSIC)
+    with pytest.raises(OutOfBudgetError):
+        solver.units_left(course.positions[0], 0)
+
+
+def test_the_budget_is_checked_before_the_first_node(par_twin: ModuleType) -> None:
+    search = par_twin.ParSearch(Contract.KOZ, SPADES, CLASSIC.deal_flags(Contract.KOZ))
+    deal = replay_course(_suit_deal(Contract.KOZ, trump=SPADES), CLASSIC).positions[0]
+    value = search.units_left(0, deal.held, 0, [], 0, 0, 0, 5, lambda: 10)
+    assert value == -1 and search.nodes == 0
