@@ -12,7 +12,8 @@ from kingrec import _twins
 from kingrec._engine_py import Deal
 from kingrec.analysis import _par_py
 from kingrec.analysis.par import Budget, OutOfBudgetError, Solver, deal_par, replay_course
-from kingrec.cards import CLUBS, HEARTS, SPADES, SUIT_MASKS, cards_in, parse_card
+from kingrec.analysis.review import review_deal
+from kingrec.cards import CLUBS, HEARTS, SPADES, SUIT_MASKS, cards_in, parse_card, parse_cards
 from kingrec.contracts import Contract
 from kingrec.rules import PRESETS, RevokeRule, Ruleset, preset
 from kingrec.simulate import simulate_match
@@ -249,3 +250,55 @@ def test_the_budget_is_checked_before_the_first_node(par_twin: ModuleType) -> No
     deal = replay_course(_suit_deal(Contract.KOZ, trump=SPADES), CLASSIC).positions[0]
     value = search.units_left(0, deal.held, 0, [], 0, 0, 0, 5, lambda: 10)
     assert value == -1 and search.nodes == 0
+
+
+# -- card costs ------------------------------------------------------------------------------
+
+
+def test_a_review_of_a_deal_nobody_can_spoil_finds_no_costly_card() -> None:
+    # Seat 0 holds every spade (trumps) and leads: any card keeps all 13.
+    deal = _suit_deal(Contract.KOZ, trump=SPADES)
+    deal.plays = bytes(parse_cards("2S 2C 2D 2H"))
+    review = review_deal(deal, CLASSIC)
+    assert review.solved and len(review.plays) == 4
+    assert review.costly == ()
+    assert review.plays[0].before == review.plays[0].after == 13
+
+
+def test_leading_into_a_forced_ruff_costs_a_trick_and_the_trumps_were_best() -> None:
+    # Seat 0: ♠3..♠A and ♦A. Seat 1: ♠2 and twelve clubs. Leading ♦A lets seat 1 ruff (must
+    # ruff) with ♠2; a trump lead first draws it and keeps all 13 tricks.
+    spades = list(cards_in(SUIT_MASKS[SPADES]))
+    hands = (
+        spades[1:] + parse_cards("AD"),
+        spades[:1] + parse_cards("3C 4C 5C 6C 7C 8C 9C TC JC QC KC 2C"),
+        parse_cards("2D 3D 4D 5D 6D 7D 8D 9D TD JD QD KD AC"),
+        list(cards_in(SUIT_MASKS[HEARTS])),
+    )
+    deal = pb.Deal(number=1, declarer=0, contract=pb.CONTRACT_KOZ, trump=pb.SUIT_SPADES)
+    deal.hands = bytes(c for hand in hands for c in hand)
+    deal.plays = bytes(parse_cards("AD 2S 2D 2H"))
+    review = review_deal(deal, CLASSIC, seat=0)
+    (lead,) = review.plays
+    assert (lead.before, lead.after, lead.cost, lead.cost_points) == (13, 12, 1, 50)
+    assert lead.best == tuple(spades[1:])
+    assert review.costly == (lead,)
+    assert review.to_json()["costly_plays"][0]["best"][0] == "3S"
+
+
+def test_a_review_of_a_simulated_ending_matches_the_par_before_and_after_each_card() -> None:
+    match = simulate_match(CLASSIC, 11)
+    deal = next(d for d in match.deals if d.contract == pb.CONTRACT_KOZ)
+    plays = len(deal.plays)
+    # The last three tricks: cheap enough to check every card against two more searches.
+    review = review_deal(deal, CLASSIC, from_play=plays - 12)
+    assert review.solved and len(review.plays) == 12
+    assert review.par.at_play == plays - 12
+    for cost in review.plays:
+        before = deal_par(deal, CLASSIC, cost.seat, cost.play).seats[0].par
+        after = deal_par(deal, CLASSIC, cost.seat, cost.play + 1).seats[0].par
+        assert before is not None and after is not None
+        assert (cost.before, cost.after) == (before, after)
+        assert cost.cost == before - after  # koz: tricks given away
+        assert cost.cost_points == 50 * cost.cost
+        assert (cost.card in cost.best) == (cost.cost == 0)
