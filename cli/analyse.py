@@ -1,0 +1,356 @@
+"""``kingrec analyse``: each deal's par, and what each card cost (docs/ANALYSIS.md)."""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import click
+from rich.markup import escape
+from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from kingrec.analysis.batch import DealTask, analyse_deals
+from kingrec.analysis.par import DealPar
+from kingrec.analysis.review import DealReview, PlayCost
+from kingrec.boundary import ruleset_from_proto
+from kingrec.cards import SUIT_NAMES
+from kingrec.contracts import Contract
+from kingrec.errors import RulesetError
+from kingrec.findings import Location
+from kingrec.paths import PathProblem, record_paths
+from kingrec.records import Damage, open_records
+
+from .errors import (
+    EXIT_CLOSED_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    Failed,
+    user_errors,
+)
+from .helptext import Command, epilog
+from .lines import damage_line
+from .matchview import seat_names
+from .places import place
+from .terminal import Terminal
+
+__all__ = ["analyse"]
+
+EXIT_UNSOLVED = 1
+
+EXAMPLES = [
+    ("kingrec analyse games.krec", "every deal: par, actual, the costly cards"),
+    ("kingrec analyse games.krec --deal 3 --seat 0", "deal 3 of each match, seat 0 only"),
+    ("kingrec analyse games.krec --par-only --jobs 2", "par and actual only, on two cores"),
+    ("kingrec analyse games.krec --json | jq .", "one JSON object per deal, then a summary"),
+    ("kingrec analyse big.krec --budget-ms 2000", "give up on a deal after 2 s (unsolved)"),
+]
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where a task's deal comes from, for its report."""
+
+    location: Location
+    match_id: str
+    names: list[str]
+
+
+@dataclass
+class _Tally:
+    files: int = 0
+    matches: int = 0
+    deals: int = 0
+    solved: int = 0
+    unsolved: int = 0
+    costly: int = 0
+    nodes: int = 0
+    unreadable: int = 0
+    damaged: int = 0
+    skipped: int = 0  # matches whose ruleset cannot be used
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@click.command(
+    cls=Command,
+    epilog=epilog(
+        EXAMPLES,
+        (
+            (EXIT_OK, "every deal asked for analysed (stopped-short deals up to their stop)"),
+            (EXIT_UNSOLVED, "some deal unsolved: its search ran past the budget"),
+            (EXIT_UNREADABLE, "a file unreadable or damaged, a ruleset unusable, or bad usage"),
+            EXIT_INTERNAL,
+            EXIT_INTERRUPTED,
+            EXIT_CLOSED_PIPE,
+        ),
+    ),
+)
+@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per deal, then a summary.")
+@click.option(
+    "--seat",
+    "seats",
+    type=click.IntRange(0, 3),
+    multiple=True,
+    metavar="S",
+    help="Analyse only seat S (0..3, in order of play); repeat for more. Default: all four.",
+)
+@click.option(
+    "--deal",
+    "deal_number",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Analyse only deal N (from 1) of each match.",
+)
+@click.option(
+    "--par-only",
+    is_flag=True,
+    help="Only each seat's par and actual result; do not price the cards (much faster).",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Analyse on N processes; the reports keep the order of the files.",
+)
+@click.option(
+    "--budget-ms",
+    type=click.IntRange(min=0),
+    default=10_000,
+    show_default=True,
+    metavar="MS",
+    help="Search time allowed per deal; a deal past it is reported unsolved, never guessed "
+    "(0: no limit).",
+)
+@click.option(
+    "--budget-nodes",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="Positions a deal's search may visit (0: no limit); unlike time, the same on "
+    "every machine.",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar on standard error (default: when it is a terminal).",
+)
+def analyse(
+    files: tuple[str, ...],
+    as_json: bool,
+    seats: tuple[int, ...],
+    deal_number: int | None,
+    par_only: bool,
+    jobs: int,
+    budget_ms: int,
+    budget_nodes: int,
+    progress: bool | None,
+) -> None:
+    """Find each deal's par in FILES: the units (tricks, hearts, queens, ...) each seat
+    could have made sure of with every hand known and the other three playing against it;
+    and for every card, what it cost its player against that guarantee.
+
+    Each deal is shown with every seat's par and actual result (units and points), then
+    each card that cost anything, with the cards that would have kept the guarantee. A
+    deal is analysed up to its first illegal play or penalized revoke, and says so. FILES
+    are .krec containers or JSON records, or directories of them; - reads standard input.
+    """
+    term = Terminal()
+    tally = _Tally()
+    wanted = tuple(sorted(set(seats))) or (0, 1, 2, 3)
+    wheres: deque[_Where] = deque()
+
+    def tasks() -> Iterator[DealTask]:
+        for path in record_paths(files):
+            if isinstance(path, PathProblem):
+                tally.unreadable += 1
+                _problem(term, as_json, path.path, path.code, path.message)
+                continue
+            try:
+                with user_errors(), open_records(path) as records:
+                    tally.files += 1
+                    for item in records:
+                        if isinstance(item, Damage):
+                            tally.damaged += 1
+                            _damage(term, as_json, item)
+                            continue
+                        match = item.match
+                        try:
+                            rules = ruleset_from_proto(match.ruleset)
+                        except RulesetError as exc:
+                            tally.skipped += 1
+                            where = place(item.location)
+                            _problem(term, as_json, where, exc.code, f"{where}: {exc}")
+                            continue
+                        tally.matches += 1
+                        names = seat_names(match)
+                        for number, deal in enumerate(match.deals, start=1):
+                            if deal_number is not None and number != deal_number:
+                                continue
+                            wheres.append(_Where(item.location, match.match_id, names))
+                            yield DealTask(
+                                deal.SerializeToString(),
+                                rules,
+                                number,
+                                wanted,
+                                not par_only,
+                                budget_ms,
+                                budget_nodes,
+                            )
+            except Failed as exc:
+                tally.unreadable += 1
+                _problem(term, as_json, path, exc.code, exc.format_message())
+
+    columns = (SpinnerColumn(), TextColumn("analysing deals"), MofNCompleteColumn())
+    with term.progress(*columns, TimeElapsedColumn(), show=term.wants_bar(progress)) as bar:
+        task_id = bar.add_task("deals", total=None)
+        for result in analyse_deals(tasks(), jobs):
+            where = wheres.popleft()
+            tally.deals += 1
+            review = result if isinstance(result, DealReview) else None
+            par = review.par if review is not None else result
+            assert isinstance(par, DealPar)
+            solved = review.solved if review is not None else par.solved
+            if solved:
+                tally.solved += 1
+            else:
+                tally.unsolved += 1
+            tally.nodes += par.stats.nodes
+            costly = review.costly if review is not None else ()
+            tally.costly += len(costly)
+            if as_json:
+                body = review.to_json() if review is not None else par.to_json()
+                term.json(
+                    {"type": "deal", **_where_json(where), **body},
+                )
+            else:
+                _deal_report(term, where, par, review, budget_ms, budget_nodes)
+            bar.update(task_id, advance=1)
+    if as_json:
+        term.json({"type": "summary", **tally.to_dict()})
+    else:
+        term.report(_summary(tally))
+    if tally.unreadable or tally.damaged or tally.skipped:
+        sys.exit(EXIT_UNREADABLE)
+    sys.exit(EXIT_UNSOLVED if tally.unsolved else EXIT_OK)
+
+
+def _where_json(where: _Where) -> dict[str, object]:
+    loc = where.location
+    return {"file": loc.file, "frame": loc.frame, "line": loc.line, "match": where.match_id}
+
+
+def _problem(term: Terminal, as_json: bool, path: str, code: str, message: str) -> None:
+    if as_json:
+        term.json({"type": "error", "file": path, "code": code, "message": message})
+    else:
+        term.error(message)
+
+
+def _damage(term: Terminal, as_json: bool, item: Damage) -> None:
+    if as_json:
+        loc = item.location
+        term.json(
+            {
+                "type": "damage",
+                "file": loc.file,
+                "frame": loc.frame,
+                "offset": loc.offset,
+                "line": loc.line,
+                "code": item.code,
+                "message": item.message,
+            }
+        )
+    else:
+        term.report(damage_line(term, item))
+
+
+def _label(contract: int) -> str:
+    try:
+        return Contract(contract).label
+    except ValueError:
+        return f"contract {contract} (unknown)"
+
+
+def _deal_report(
+    term: Terminal,
+    where: _Where,
+    par: DealPar,
+    review: DealReview | None,
+    budget_ms: int,
+    budget_nodes: int,
+) -> None:
+    contract = _label(par.contract)
+    if par.trump >= 0:
+        contract += f" ({SUIT_NAMES[par.trump]})"
+    title = (
+        f"[bold]Deal {par.number}[/] — {escape(contract)} — "
+        f"{escape(place(where.location))}, match {escape(where.match_id or '(no id)')}"
+    )
+    term.report(title)
+    solved = review.solved if review is not None else par.solved
+    if par.stop is not None:
+        term.report(f"  [yellow]analysed {par.analysed_plays} play(s): {escape(par.stop)}[/]")
+    if not par.seats:
+        return
+    if not par.solved:
+        limits = [
+            f"{budget_ms} ms" if budget_ms else "",
+            f"{budget_nodes} nodes" if budget_nodes else "",
+        ]
+        budget = " / ".join(x for x in limits if x)
+        term.report(f"  [bold red]unsolved[/]: the search ran past its budget ({budget})")
+    width = max(len(where.names[s.seat]) for s in par.seats)
+    for s in par.seats:
+        par_text = "?" if s.par is None else f"{s.par} ({s.par_points:+d})"
+        actual = "—" if s.actual is None else f"{s.actual} ({s.actual_points:+d})"
+        term.report(
+            f"  {escape(where.names[s.seat]).ljust(width)}  par {par_text:<12} actual {actual}"
+        )
+    if review is None:
+        return
+    for cost in review.costly:
+        term.report("  " + _cost_line(term, where, cost))
+    if par.solved and not solved:
+        term.report(
+            f"  [bold red]unsolved[/]: the card costs ran past the budget after "
+            f"{len(review.plays)} play(s)"
+        )
+    elif par.solved and not review.costly:
+        term.report("  [green]no card cost anything[/]")
+
+
+def _cost_line(term: Terminal, where: _Where, cost: PlayCost) -> str:
+    best = ", ".join(term.card(c) for c in cost.best)
+    units = "unit" if cost.cost == 1 else "units"
+    return (
+        f"trick {cost.trick}: {escape(where.names[cost.seat])} played "
+        f"[bold]{term.card(cost.card)}[/], giving away {cost.cost} {units} "
+        f"({cost.cost_points} points); best: {best}"
+    )
+
+
+def _summary(tally: _Tally) -> str:
+    parts = [
+        f"{tally.deals} deal(s) of {tally.matches} match(es) in {tally.files} file(s)",
+        f"{tally.solved} solved",
+        f"{tally.unsolved} unsolved",
+        f"{tally.costly} costly card(s)",
+        f"{tally.nodes} positions searched",
+    ]
+    if tally.damaged:
+        parts.append(f"{tally.damaged} damaged frame(s) or line(s)")
+    if tally.unreadable:
+        parts.append(f"{tally.unreadable} unreadable file(s)")
+    if tally.skipped:
+        parts.append(f"{tally.skipped} match(es) with an unusable ruleset")
+    return "analysed " + ", ".join(parts)
