@@ -31,6 +31,7 @@ ctypedef struct Entry:
     uint64_t key[4]
     signed char low
     signed char high
+    signed char move  # the best move found, as a relative card (suit * 16 + place), or -1
     unsigned char depth  # cards still out: what the entry saves when it is hit
 
 
@@ -124,9 +125,9 @@ cdef class ParSearch:
             return 13 - (d.ntricks if d.ntricks > 11 else 11)
         return popcount(self.penalty & ~d.played)
 
-    cdef int _sure_tricks(self, const DealState* d) noexcept nogil:
+    cdef int _sure_tricks(self, const DealState* d, int holder) noexcept nogil:
         """``_par_py.ParSearch._sure_tricks``."""
-        cdef uint64_t hand = d.held[self.seat], out = ALL_CARDS & ~d.played
+        cdef uint64_t hand = d.held[holder], out = ALL_CARDS & ~d.played
         cdef uint64_t trumps = SUIT[self.trump] & out, tops = 0, rest, top
         cdef int suit
         if trumps & ~hand:
@@ -182,7 +183,7 @@ cdef class ParSearch:
         return NULL
 
     cdef void _store(self, const uint64_t* key, int depth, int value, int alpha,
-                     int beta) noexcept nogil:
+                     int beta, int move) noexcept nogil:
         cdef Entry* e = self._find(key)
         cdef Entry* bucket
         cdef int low, high, i
@@ -209,6 +210,19 @@ cdef class ParSearch:
         else:
             low = high = value
         e.low, e.high = <signed char>low, <signed char>high
+        e.move = <signed char>move
+
+    cdef int _relative(self, const DealState* d, int card) noexcept nogil:
+        """``_par_py.ParSearch._relative``."""
+        cdef int suit = SUIT_OF[card]
+        return suit << 4 | popcount(SUIT[suit] & ~d.played & ((<uint64_t>1 << card) - 1))
+
+    cdef int _absolute(self, const DealState* d, int move) noexcept nogil:
+        cdef uint64_t out = SUIT[move >> 4] & ~d.played
+        cdef int i
+        for i in range(move & 15):
+            out &= out - 1
+        return popcount((out & (~out + 1)) - 1) if out else -1
 
     cdef int _order(self, const DealState* d, int card, bint is_penalty) noexcept nogil:
         cdef int rank = card % 13
@@ -261,7 +275,7 @@ cdef class ParSearch:
         cdef DealState child
         cdef uint64_t key[4]
         cdef Entry* e
-        cdef int most, low, high, best, value, gained, i, n
+        cdef int most, low, high, best, value, gained, i, j, n, hint = -1, first, best_card = -1
         cdef int original_alpha, original_beta
         cdef int cards[13]
         cdef bint maximizing, keyed = False
@@ -281,17 +295,19 @@ cdef class ParSearch:
         if alpha >= most:
             return most
         if d.ntrick == 0:
-            if self.hero_wants_units and d.leader == self.seat:
-                value = self._sure_tricks(d)
-                if value >= beta or value == most:
+            if self.hero_wants_units:
+                value = self._sure_tricks(d, d.leader)
+                if d.leader == self.seat and (value >= beta or value == most):
                     return value
+                if d.leader != self.seat and most - value <= alpha:
+                    return most - value
             keyed = True
             self._key(d, key)
             self.tt_probes += 1
             e = self._find(key)
             if e != NULL:
                 self.tt_hits += 1
-                low, high = e.low, e.high
+                low, high, hint = e.low, e.high, e.move
                 if low == high or low >= beta:
                     return low
                 if high <= alpha:
@@ -304,6 +320,16 @@ cdef class ParSearch:
         original_alpha, original_beta = alpha, beta
         best = -1 if maximizing else 14
         n = self._moves(d, cards)
+        if hint >= 0:
+            first = self._absolute(d, hint)
+            for i in range(n):
+                if cards[i] == first:
+                    j = i
+                    while j > 0:
+                        cards[j] = cards[j - 1]
+                        j -= 1
+                    cards[0] = first
+                    break
         for i in range(n):
             child = d[0]
             deal_push(&child, cards[i])
@@ -314,14 +340,17 @@ cdef class ParSearch:
             if maximizing:
                 if value > best:
                     best = value
+                    best_card = cards[i]
                     if value > alpha:
                         alpha = value
             elif value < best:
                 best = value
+                best_card = cards[i]
                 if value < beta:
                     beta = value
             if alpha >= beta:
                 break
         if keyed:
-            self._store(key, 52 - popcount(d.played), best, original_alpha, original_beta)
+            self._store(key, 52 - popcount(d.played), best, original_alpha, original_beta,
+                        self._relative(d, best_card))
         return best

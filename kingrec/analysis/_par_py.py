@@ -89,7 +89,8 @@ class ParSearch:
         self.seat = 0  # the hero of the search under way
         self.hero_wants_units = contract == Contract.KOZ
         self.penalty = PENALTY_MASKS[contract]
-        self.table: dict[tuple[int, ...], tuple[int, int]] = {}
+        # key -> (lower bound, upper bound, best move as a relative card or -1)
+        self.table: dict[tuple[int, ...], tuple[int, int, int]] = {}
         self.nodes = 0  # positions searched, over every search of this object
         self.tt_probes = 0  # looks into the table
         self.tt_hits = 0  # looks that found the position
@@ -160,10 +161,10 @@ class ParSearch:
             return 13 - max(done, 11)
         return (self.penalty & ~deal.played).bit_count()
 
-    def _sure_tricks(self, deal: Deal) -> int:
-        """Koz, the hero on lead holding every trump still out: the tricks the hero wins for
+    def _sure_tricks(self, deal: Deal, holder: int) -> int:
+        """Koz, ``holder`` on lead holding every trump still out: the tricks it wins for
         certain by leading trumps and the top cards of the side suits (0 otherwise)."""
-        hand, out = deal.held[self.seat], ~deal.played
+        hand, out = deal.held[holder], ~deal.played
         trumps = SUIT_MASKS[self.trump] & out
         if trumps & ~hand:
             return 0
@@ -257,17 +258,20 @@ class ParSearch:
         if alpha >= most:
             return most
         key: tuple[int, ...] | None = None
+        hint = -1
         if not deal.trick:
-            if self.hero_wants_units and deal.leader == self.seat:
-                sure = self._sure_tricks(deal)
-                if sure >= beta or sure == most:
-                    return sure
+            if self.hero_wants_units:
+                sure = self._sure_tricks(deal, deal.leader)
+                if deal.leader == self.seat and (sure >= beta or sure == most):
+                    return sure  # at least these
+                if deal.leader != self.seat and most - sure <= alpha:
+                    return most - sure  # the leader's sure tricks are lost to the hero
             key = self._key(deal)
             self.tt_probes += 1
             bounds = self.table.get(key)
             if bounds is not None:
                 self.tt_hits += 1
-                low, high = bounds
+                low, high, hint = bounds
                 if low == high or low >= beta:
                     return low
                 if high <= alpha:
@@ -277,7 +281,14 @@ class ParSearch:
         seat = self.seat
         original_alpha, original_beta = alpha, beta
         best = -1 if maximizing else 14
-        for card in self._moves(deal):
+        best_card = -1
+        moves = self._moves(deal)
+        if hint >= 0:
+            first = self._absolute(deal, hint)
+            if first in moves:  # the best move of the last search of this position
+                moves.remove(first)
+                moves.insert(0, first)
+        for card in moves:
             child = _clone(deal)
             before = child.units[seat]
             child.push(card)
@@ -285,24 +296,38 @@ class ParSearch:
             value = gained + self._search(child, alpha - gained, beta - gained)
             if maximizing:
                 if value > best:
-                    best = value
+                    best, best_card = value, card
                     alpha = max(alpha, value)
             elif value < best:
-                best = value
+                best, best_card = value, card
                 beta = min(beta, value)
             if alpha >= beta:
                 break
         if key is not None:
-            self._store(key, best, original_alpha, original_beta)
+            self._store(key, best, original_alpha, original_beta, self._relative(deal, best_card))
         return best
 
-    def _store(self, key: tuple[int, ...], value: int, alpha: int, beta: int) -> None:
+    @staticmethod
+    def _relative(deal: Deal, card: int) -> int:
+        """A card as its suit and its place among the suit's cards still out (from the
+        bottom): the same move in every position with the same key."""
+        suit = card // 13
+        return suit << 4 | (SUIT_MASKS[suit] & ~deal.played & ((1 << card) - 1)).bit_count()
+
+    @staticmethod
+    def _absolute(deal: Deal, move: int) -> int:
+        out = SUIT_MASKS[move >> 4] & ~deal.played
+        for _ in range(move & 15):
+            out &= out - 1
+        return (out & -out).bit_length() - 1
+
+    def _store(self, key: tuple[int, ...], value: int, alpha: int, beta: int, move: int) -> None:
         table = self.table
-        low, high = table.get(key, (0, 13))
+        low, high, _move = table.get(key, (0, 13, -1))
         if value <= alpha:
             high = min(high, value)  # failed low: an upper bound
         elif value >= beta:
             low = max(low, value)  # failed high: a lower bound
         else:
             low = high = value
-        table[key] = (low, high)
+        table[key] = (low, high, move)
