@@ -47,6 +47,7 @@ EXAMPLES = [
     ("kingrec analyse games.krec --par-only --jobs 2", "par and actual only, on two cores"),
     ("kingrec analyse games.krec --json | jq .", "one JSON object per deal, then a summary"),
     ("kingrec analyse big.krec --budget-ms 2000", "give up on a deal after 2 s (unsolved)"),
+    ("kingrec analyse games.krec --from-trick 6", "par from trick 6 on, and the cards after"),
 ]
 
 
@@ -108,6 +109,15 @@ class _Tally:
     help="Analyse only deal N (from 1) of each match.",
 )
 @click.option(
+    "--from-trick",
+    type=click.IntRange(1, 13),
+    default=1,
+    show_default=True,
+    metavar="T",
+    help="Analyse from the start of trick T on: par there (counting the units taken "
+    "before it) and the cards from there on. Later tricks are much faster to solve.",
+)
+@click.option(
     "--par-only",
     is_flag=True,
     help="Only each seat's par and actual result; do not price the cards (much faster).",
@@ -149,6 +159,7 @@ def analyse(
     as_json: bool,
     seats: tuple[int, ...],
     deal_number: int | None,
+    from_trick: int,
     par_only: bool,
     jobs: int,
     budget_ms: int,
@@ -205,6 +216,7 @@ def analyse(
                                 not par_only,
                                 budget_ms,
                                 budget_nodes,
+                                4 * (from_trick - 1),
                             )
             except Failed as exc:
                 tally.unreadable += 1
@@ -298,6 +310,8 @@ def _deal_report(
     )
     term.report(title)
     solved = review.solved if review is not None else par.solved
+    if par.at_play:
+        term.report(f"  from play {par.at_play + 1} (trick {par.at_play // 4 + 1}) on")
     if par.stop is not None:
         term.report(f"  [yellow]analysed {par.analysed_plays} play(s): {escape(par.stop)}[/]")
     if not par.seats:

@@ -119,6 +119,18 @@ def test_a_deal_past_its_budget_is_reported_unsolved_and_exits_1(records: Path) 
     assert summary["unsolved"] == 1
 
 
+def test_from_trick_solves_a_real_deal_from_a_later_trick(records: Path) -> None:
+    result = run("analyse", str(records), "--json", "--deal", "3", "--from-trick", "9")
+    assert result.returncode == 0, result.stderr
+    deal, _summary = _json_lines(result.stdout)
+    assert deal["solved"] is True and deal["at_play"] == 32
+    for seat in deal["seats"]:
+        assert seat["par"] is not None
+    assert all(cost["play"] >= 32 for cost in deal["costly_plays"])
+    text = run("analyse", str(records), "--deal", "3", "--from-trick", "9").stdout
+    assert "from play 33 (trick 9) on" in text
+
+
 def test_jobs_give_the_same_reports_in_the_same_order(records: Path) -> None:
     args = ("analyse", str(records), "--json", "--budget-nodes", "200000", "--par-only")
     one, two = run(*args), run(*args, "--jobs", "2")

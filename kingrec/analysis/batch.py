@@ -15,10 +15,11 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ..boundary import replayable
 from ..rules import Ruleset
 from ..simrun import _die_with
 from ..v1 import record_pb2 as pb
-from .par import Budget, DealPar, deal_par
+from .par import Budget, DealPar, deal_par, replay_course
 from .review import DealReview, review_deal
 
 __all__ = ["DealTask", "analyse_deal", "analyse_deals"]
@@ -37,15 +38,21 @@ class DealTask:
     costs: bool = True  # price every play, not only the par
     budget_ms: int = 0
     budget_nodes: int = 0
+    from_play: int = 0  # analyse from the position before this play (past the end: the end)
 
 
 def analyse_deal(task: DealTask) -> DealReview | DealPar:
     """The analysis one task asks for, on this process."""
     deal = pb.Deal.FromString(task.deal)
     budget = Budget(ms=task.budget_ms, nodes=task.budget_nodes)
+    start = 0
+    if task.from_play and replayable(deal):
+        start = min(task.from_play, len(replay_course(deal, task.rules).plays))
     if task.costs:
-        return review_deal(deal, task.rules, task.seats, budget, number=task.number)
-    return deal_par(deal, task.rules, task.seats, 0, budget, number=task.number)
+        return review_deal(
+            deal, task.rules, task.seats, budget, from_play=start, number=task.number
+        )
+    return deal_par(deal, task.rules, task.seats, start, budget, number=task.number)
 
 
 def analyse_deals(tasks: Iterable[DealTask], jobs: int = 1) -> Iterator[DealReview | DealPar]:
