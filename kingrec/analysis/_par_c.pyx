@@ -13,7 +13,8 @@ from libc.string cimport memset
 
 from kingrec._core cimport (
     ALL_CARDS, EL_ALMAZ, END_PLAYING, F_TRUMP_LEAD_BREAK, KOZ, PENALTY, SON_IKI, SUIT,
-    SUIT_OF, DealState, deal_legal, deal_push, high_card, popcount, to_play, trick_winner,
+    SUIT_OF, DealState, deal_legal, deal_push, high_card, low_card, popcount, to_play,
+    trick_winner,
 )
 
 __all__ = ["CLOCK_EVERY", "TT_ENTRIES", "ParSearch"]
@@ -294,6 +295,11 @@ cdef class ParSearch:
             return 0
         if alpha >= most:
             return most
+        if d.ntrick == 0 and d.ntricks == 12:
+            child = d[0]
+            for i in range(4):
+                deal_push(&child, low_card(child.held[to_play(&child)]))
+            return child.units[self.seat] - d.units[self.seat]
         if d.ntrick == 0:
             if self.hero_wants_units:
                 value = self._sure_tricks(d, d.leader)

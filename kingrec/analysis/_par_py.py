@@ -21,6 +21,7 @@ it fast, and none of it changes a value:
   still to take, needs neither the trick number nor the units taken so far;
 - equivalent cards merged into one move: a card is skipped when the next card of its suit
   still out (held or on the trick) is in the same hand with the same penalty status;
+- the last trick played out at once (one card each: nothing to choose);
 - move ordering: cheap rank heuristics (win cheaply in koz, duck high in the penalty
   contracts, shed penalty cards on a void).
 
@@ -259,6 +260,8 @@ class ParSearch:
             return most
         key: tuple[int, ...] | None = None
         hint = -1
+        if not deal.trick and len(deal.winners) == 12:
+            return self._last_trick(deal)
         if not deal.trick:
             if self.hero_wants_units:
                 sure = self._sure_tricks(deal, deal.leader)
@@ -306,6 +309,14 @@ class ParSearch:
         if key is not None:
             self._store(key, best, original_alpha, original_beta, self._relative(deal, best_card))
         return best
+
+    def _last_trick(self, deal: Deal) -> int:
+        """The units the hero takes in the last trick: one card each, nothing to choose."""
+        last = _clone(deal)
+        for _ in range(4):
+            hand = last.held[last.to_play]
+            last.push((hand & -hand).bit_length() - 1)
+        return last.units[self.seat] - deal.units[self.seat]
 
     @staticmethod
     def _relative(deal: Deal, card: int) -> int:
