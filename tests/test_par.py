@@ -11,7 +11,14 @@ import pytest
 from kingrec import _twins
 from kingrec._engine_py import Deal
 from kingrec.analysis import _par_py
-from kingrec.analysis.par import Budget, OutOfBudgetError, Solver, deal_par, replay_course
+from kingrec.analysis.par import (
+    Budget,
+    OutOfBudgetError,
+    Solver,
+    deal_par,
+    replay_course,
+)
+from kingrec.analysis.par import par_twin as active_par_twin
 from kingrec.analysis.review import review_deal
 from kingrec.cards import CLUBS, HEARTS, SPADES, SUIT_MASKS, cards_in, parse_card, parse_cards
 from kingrec.contracts import Contract
@@ -37,6 +44,14 @@ def par_twin(request: pytest.FixtureRequest) -> ModuleType:
 
 
 needs_compiled = pytest.mark.skipif(_twins.COMPILED is None, reason="not built")
+
+
+def test_the_compiled_par_twin_runs_when_it_is_built() -> None:
+    if _twins.COMPILED is None or _twins.pure_forced():
+        assert active_par_twin() is _twins.PYTHON.par
+    else:
+        assert active_par_twin() is _twins.COMPILED.par
+
 
 # -- positions -------------------------------------------------------------------------------
 

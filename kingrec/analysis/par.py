@@ -31,6 +31,7 @@ from ..v1 import record_pb2 as pb
 
 __all__ = [
     "Budget",
+    "Course",
     "DealPar",
     "OutOfBudgetError",
     "SeatPar",
@@ -38,6 +39,7 @@ __all__ = [
     "Stats",
     "deal_par",
     "par_twin",
+    "replay_course",
 ]
 
 
