@@ -69,7 +69,8 @@ cdef class ParSearch:
         free(self.table)
 
     def units_left(self, int seat, held, int leader, trick, uint64_t played, int ntricks,
-                   unsigned long long node_limit=0, long long deadline_ns=0, clock=None):
+                   unsigned long long node_limit=0, long long deadline_ns=0, clock=None,
+                   int guess=0):
         """The units ``seat`` is sure of from this position on, or -1 past the budget
         (``_par_py.ParSearch.units_left``)."""
         cdef DealState d
@@ -102,12 +103,13 @@ cdef class ParSearch:
         self.aborted = False
         if deadline_ns and clock is not None and clock() >= deadline_ns:
             return -1
-        value = self._mtd(&d)
+        value = self._mtd(&d, guess)
         return -1 if self.aborted else value
 
-    cdef int _mtd(self, const DealState* d) except? -9:
+    cdef int _mtd(self, const DealState* d, int guess) except? -9:
         """The exact value by null-window searches (``_par_py.ParSearch._mtd``)."""
-        cdef int low = 0, high = self._units_in_play(d), guess = 0, target
+        cdef int low = 0, high = self._units_in_play(d), target
+        guess = low if guess < low else high if guess > high else guess
         while low < high:
             target = guess + 1 if guess == low else guess
             guess = self._search(d, target - 1, target)

@@ -112,6 +112,7 @@ class ParSearch:
         node_limit: int = 0,
         deadline_ns: int = 0,
         clock: Callable[[], int] | None = None,
+        guess: int = 0,
     ) -> int:
         """The units ``seat`` is sure of from this position on, or -1 when the search ran
         past ``node_limit`` (total nodes of this object; 0: none) or past ``deadline_ns`` on
@@ -119,7 +120,8 @@ class ParSearch:
 
         The position is one of the deal still being played: ``held`` each seat's cards,
         ``trick`` the cards on the table from ``leader`` on, ``played`` the cards of the
-        ``ntricks`` completed tricks.
+        ``ntricks`` completed tricks. ``guess`` (the value expected) only changes how fast
+        the answer comes.
         """
         self.seat = seat
         self._node_limit = node_limit
@@ -131,16 +133,16 @@ class ParSearch:
         if deadline_ns and clock is not None and clock() >= deadline_ns:
             return -1
         try:
-            return self._mtd(deal)
+            return self._mtd(deal, guess)
         except OutOfBudget:
             return -1
 
-    def _mtd(self, deal: Deal) -> int:
-        """The exact value by null-window searches (MTD(f)): each one only asks "at least
-        ``target``?", which prunes far more than one wide window; the table keeps what each
-        search learnt for the next."""
+    def _mtd(self, deal: Deal, guess: int) -> int:
+        """The exact value by null-window searches (MTD(f)) from a first ``guess``: each one
+        only asks "at least ``target``?", which prunes far more than one wide window; the
+        table keeps what each search learnt for the next."""
         low, high = 0, self._units_in_play(deal)
-        guess = low
+        guess = min(max(guess, low), high)
         while low < high:
             target = guess + 1 if guess == low else guess
             guess = self._search(deal, target - 1, target)

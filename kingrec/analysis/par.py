@@ -78,6 +78,7 @@ class _Searcher(Protocol):
         node_limit: int = 0,
         deadline_ns: int = 0,
         clock: Callable[[], int] | None = None,
+        guess: int = 0,
     ) -> int: ...
 
 
@@ -122,8 +123,9 @@ class Solver:
         self._started = self.budget.clock()
         self._deadline = self._started + self.budget.ms * 1_000_000 if self.budget.ms else 0
 
-    def units_left(self, deal: Deal, seat: int) -> int:
-        """The units ``seat`` is sure of from ``deal``'s position on (0 once it has ended).
+    def units_left(self, deal: Deal, seat: int, guess: int = 0) -> int:
+        """The units ``seat`` is sure of from ``deal``'s position on (0 once it has ended);
+        ``guess`` is where the search starts (a good one saves passes, any one is right).
 
         Raises ``OutOfBudgetError`` when the deal's budget is spent."""
         if deal.end != END_PLAYING:
@@ -141,6 +143,7 @@ class Solver:
             limit,
             self._deadline,
             self.budget.clock if self._deadline else None,
+            guess,
         )
         if value < 0:
             raise OutOfBudgetError
@@ -334,7 +337,10 @@ def deal_par(
     for s in seats:
         actual = None if course.actual is None else course.actual[s]
         try:
-            par: int | None = units_so_far(position, s) + solver.units_left(position, s)
+            taken = units_so_far(position, s)
+            # What the seat went on to take as played is the search's first guess.
+            guess = 0 if actual is None else actual - taken
+            par: int | None = taken + solver.units_left(position, s, guess)
         except OutOfBudgetError:
             par, solved = None, False
         results.append(SeatPar(s, par, actual, unit))
