@@ -7,6 +7,8 @@ by the bots (seeded, so every run analyses the same deals) it prints:
   the CPU time per deal, how many deals ran past the budget (unsolved: their time is
   counted as the budget, so a percentile above it reads "> budget"), the median node count
   and the transposition table's hit rate;
+* the same from later tricks (``--later-tricks``, default 5 and 7: what
+  ``kingrec analyse --from-trick`` does);
 * every card's cost for a whole deal (``review_deal``): the same figures on fewer deals;
 * ``kingrec analyse --par-only --jobs 2`` on a few whole matches, end to end, with the
   time 1,000 matches would take at that rate.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import statistics
 import subprocess
@@ -93,6 +96,10 @@ def _measure(
         )
 
 
+def _par_from(deal: pb.Deal, at_play: int, budget: Budget) -> DealPar:
+    return deal_par(deal, CLASSIC, at_play=at_play, budget=budget)
+
+
 def _review(deal: pb.Deal, budget: Budget) -> DealPar:
     review = review_deal(deal, CLASSIC, budget=budget)
     return dataclasses.replace(review.par, solved=review.solved)
@@ -125,6 +132,13 @@ def main() -> None:
     parser.add_argument("--matches", type=int, default=2, help="matches for the command")
     parser.add_argument("--budget-ms", type=int, default=2000, help="budget per deal")
     parser.add_argument("--seed", type=int, default=18)
+    parser.add_argument(
+        "--later-tricks",
+        type=int,
+        nargs="*",
+        default=[5, 7],
+        help="also par from the start of these tricks (deals that reach them)",
+    )
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     budget = Budget(ms=args.budget_ms, clock=lambda: int(time.process_time() * 1e9))
@@ -135,6 +149,13 @@ def main() -> None:
         args.budget_ms,
         lambda d: deal_par(d, CLASSIC, budget=budget),
     )
+    for trick in args.later_tricks:
+        _measure(
+            f"par, four seats, from trick {trick}",
+            [d for d in deals[: args.deals] if len(d.plays) > 4 * (trick - 1)],
+            args.budget_ms,
+            functools.partial(_par_from, at_play=4 * (trick - 1), budget=budget),
+        )
     _measure(
         "every card's cost",
         deals[: args.reviews],
