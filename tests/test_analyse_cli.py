@@ -21,6 +21,7 @@ from kingrec.v1 import record_pb2 as pb
 
 CLASSIC = preset("classic")
 KINGREC = str(Path(sys.executable).parent / "kingrec")
+NO_CLOCK = ("--budget-ms", "0")  # no time budget: these deals are judged by no clock
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -72,7 +73,7 @@ def _json_lines(text: str) -> list[dict[str, Any]]:
 
 
 def test_analyse_shows_par_actual_and_the_card_that_cost_a_trick(records: Path) -> None:
-    result = run("analyse", str(records), "--deal", "1")
+    result = run("analyse", str(records), "--deal", "1", *NO_CLOCK)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "Deal 1 — Koz (spades)" in out
@@ -83,7 +84,7 @@ def test_analyse_shows_par_actual_and_the_card_that_cost_a_trick(records: Path) 
 
 
 def test_analyse_json_gives_one_object_per_deal_then_a_summary(records: Path) -> None:
-    result = run("analyse", str(records), "--json", "--deal", "2")
+    result = run("analyse", str(records), "--json", "--deal", "2", *NO_CLOCK)
     assert result.returncode == 0, result.stderr
     deal, summary = _json_lines(result.stdout)
     assert deal["type"] == "deal" and deal["match"] == "hand-made" and deal["deal"] == 2
@@ -100,7 +101,9 @@ def test_analyse_json_gives_one_object_per_deal_then_a_summary(records: Path) ->
 
 
 def test_seat_picks_the_seats_and_par_only_skips_the_card_costs(records: Path) -> None:
-    result = run("analyse", str(records), "--json", "--deal", "1", "--seat", "1", "--par-only")
+    result = run(
+        "analyse", str(records), "--json", "--deal", "1", "--seat", "1", "--par-only", *NO_CLOCK
+    )
     assert result.returncode == 0, result.stderr
     deal, _summary = _json_lines(result.stdout)
     assert [s["seat"] for s in deal["seats"]] == [1]
@@ -130,7 +133,7 @@ def test_from_trick_solves_a_real_deal_from_a_later_trick(records: Path) -> None
     for seat in deal["seats"]:
         assert seat["par"] is not None
     assert all(cost["play"] >= 32 for cost in deal["costly_plays"])
-    text = run("analyse", str(records), "--deal", "3", "--from-trick", "9").stdout
+    text = run("analyse", str(records), "--deal", "3", "--from-trick", "9", *NO_CLOCK).stdout
     assert "from play 33 (trick 9) on" in text
 
 
@@ -151,14 +154,15 @@ def test_jobs_give_the_same_reports_in_the_same_order(records: Path) -> None:
 
 
 def test_an_unreadable_file_is_named_and_exits_2(tmp_path: Path, records: Path) -> None:
-    result = run("analyse", str(tmp_path / "missing.krec"), str(records), "--deal", "2")
+    missing = str(tmp_path / "missing.krec")
+    result = run("analyse", missing, str(records), "--deal", "2", *NO_CLOCK)
     assert result.returncode == 2
     assert "missing.krec" in result.stderr and "kingrec: error:" in result.stderr
     assert "Deal 2 — Rıfkı" in result.stdout  # the other file is still analysed
 
 
 def test_on_a_terminal_the_report_is_shown_and_the_bar_is_gone(records: Path) -> None:
-    shown = on_terminal([KINGREC, "analyse", str(records), "--deal", "2"])
+    shown = on_terminal([KINGREC, "analyse", str(records), "--deal", "2", *NO_CLOCK])
     assert shown.returncode == 0
     assert shown.lines[0].startswith("Deal 2 — Rıfkı — ")
     assert "seat 0  par 1 (-320)     actual 1 (-320)" in shown.lines[1]
