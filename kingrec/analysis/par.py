@@ -26,8 +26,9 @@ from .._engine_types import END_ALL_TRICKS, END_EARLY, END_PLAYING, LEGAL, VERDI
 from ..boundary import engine_trump, replayable
 from ..cards import card_name
 from ..contracts import Contract
-from ..rules import Ruleset
+from ..rules import RevokeRule, Ruleset
 from ..v1 import record_pb2 as pb
+from ._par_py import _clone
 
 __all__ = [
     "Budget",
@@ -172,12 +173,6 @@ class Course:
     actual: tuple[int, int, int, int] | None  # units per seat of a deal played out legally
 
 
-def _snapshot(deal: Deal) -> Deal:
-    from ._par_py import _clone
-
-    return _clone(deal)
-
-
 def replay_course(deal: pb.Deal, rules: Ruleset) -> Course:
     """Replay ``deal`` (which must be ``replayable``) up to its end or the first play that
     stops analysis (an illegal play, a penalized revoke)."""
@@ -185,8 +180,10 @@ def replay_course(deal: pb.Deal, rules: Ruleset) -> Course:
     state = Deal(
         deal.hands, deal.declarer, contract, engine_trump(deal), rules.deal_flags(contract)
     )
-    revoke = deal.revoke_play if deal.HasField("revoke_play") else -1
-    positions = [_snapshot(state)]
+    # A revoke mark counts only under revoke = PENALIZE, as the engine judges it.
+    penalize = rules.revoke is RevokeRule.PENALIZE
+    revoke = deal.revoke_play if penalize and deal.HasField("revoke_play") else -1
+    positions = [_clone(state)]
     stop: str | None = None
     analysed = 0
     for index, card in enumerate(deal.plays):
@@ -204,7 +201,7 @@ def replay_course(deal: pb.Deal, rules: Ruleset) -> Course:
             stop = f"play {index + 1} ({card_name(card)}) is illegal: {VERDICT_NAMES[code]}"
             break
         state.push(card)
-        positions.append(_snapshot(state))
+        positions.append(_clone(state))
         analysed += 1
     actual = None
     if stop is None and state.end in (END_ALL_TRICKS, END_EARLY):
