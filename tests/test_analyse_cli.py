@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -151,6 +152,22 @@ def test_jobs_give_the_same_reports_in_the_same_order(records: Path) -> None:
 
     assert without_times(one.stdout) == without_times(two.stdout)
     assert [line.get("deal") for line in _json_lines(one.stdout)] == [1, 2, 3, None]
+
+
+def test_the_pure_python_twin_gives_the_same_report(records: Path) -> None:
+    args = [KINGREC, "analyse", str(records), "--json", "--deal", "1", *NO_CLOCK]
+    env = {**os.environ, "KINGREC_PURE_PYTHON": "1"}
+    pure = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
+    compiled = run(*args[1:])
+    assert pure.returncode == compiled.returncode == 0, pure.stderr
+
+    def without_times(text: str) -> list[dict[str, Any]]:
+        lines = _json_lines(text)
+        for line in lines:
+            line.get("search", {}).pop("ms", None)
+        return lines
+
+    assert without_times(pure.stdout) == without_times(compiled.stdout)
 
 
 def test_an_unreadable_file_is_named_and_exits_2(tmp_path: Path, records: Path) -> None:
