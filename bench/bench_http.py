@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -142,6 +143,21 @@ def bench_matches(server: Server, repeat: int) -> None:
 def bench_replay(server: Server, matches: int) -> None:
     page = json.loads(get(server.port, f"/api/matches?limit={matches}"))
     ids = [m["match_id"] for m in page["matches"]]
+    with grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}") as channel:
+        stub = KingrecServiceStub(channel)  # the same replays over gRPC, for comparison
+        cpu = server.cpu()
+        started = time.perf_counter()
+        events = sum(
+            len(response.events)
+            for match_id in ids
+            for response in stub.Replay(svc.ReplayRequest(match_id=match_id))
+        )
+        wall = time.perf_counter() - started
+        cpu = server.cpu() - cpu
+    print(
+        f"replay over gRPC: {events:,} events of {len(ids)} matches in {wall:.2f} s = "
+        f"{events / wall:,.0f} events/s (server CPU {cpu / events * 1e6:.1f} µs/event)"
+    )
     for form, accept in (("NDJSON", "application/x-ndjson"), ("SSE", "text/event-stream")):
         events = 0
         cpu = server.cpu()
@@ -171,21 +187,49 @@ def _watch_request(match_id: str) -> bytes:
     ).encode()
 
 
-async def _viewer(port: int, match_id: str, got: list[tuple[int, float, bytes]]) -> None:
+async def _viewer(
+    port: int, match_id: str, got: list[tuple[int, float, bytes]], ends: list[str]
+) -> None:
+    """One SSE viewer: each event's number, receipt time and data line, read in chunks and
+    split here (a readline per line would make the client, not the server, the bottleneck)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(_watch_request(match_id))
     await writer.drain()
-    seq = 0
+    ended = False
+    raw = b""  # chunked transfer encoding, not yet taken apart
+    text = b""  # the SSE stream, not yet split into messages
+    headers = True
     while True:
-        line = await reader.readline()
-        if not line:
+        chunk = await reader.read(1 << 16)
+        if not chunk:
             break
-        if line.startswith(b"id: "):
-            seq = int(line[4:])
-        elif line.startswith(b"data: ") and seq:
-            got.append((seq, time.monotonic(), line))
-            seq = 0
-        elif line.startswith(b"event: end"):
+        at = time.monotonic()
+        raw += chunk
+        if headers:
+            head, found, raw = raw.partition(b"\r\n\r\n")
+            if not found:
+                raw = head
+                continue
+            headers = False
+        while True:  # whole chunks: size line, data, CRLF
+            size_end = raw.find(b"\r\n")
+            if size_end < 0:
+                break
+            size = int(raw[:size_end], 16)
+            if len(raw) < size_end + 2 + size + 2:
+                break
+            text += raw[size_end + 2 : size_end + 2 + size]
+            raw = raw[size_end + 2 + size + 2 :]
+        blocks = text.split(b"\r\n\r\n")
+        text = blocks.pop()
+        for block in blocks:
+            if block.startswith(b"id: "):
+                head, _, data = block.partition(b"\r\n")
+                got.append((int(head[4:]), at, data))
+            elif block.startswith(b"event: end"):
+                ends.append(json.loads(block.partition(b"data: ")[2])["code"])
+                ended = True
+        if ended:
             break
     writer.close()
 
@@ -195,7 +239,8 @@ def _viewers_process(port: int, match_id: str, count: int, out: Path, ready: Pat
 
     async def main() -> None:
         lists: list[list[tuple[int, float, bytes]]] = [[] for _ in range(count)]
-        tasks = [asyncio.create_task(_viewer(port, match_id, got)) for got in lists]
+        ends: list[str] = []
+        tasks = [asyncio.create_task(_viewer(port, match_id, got, ends)) for got in lists]
         await asyncio.sleep(0.5)
         ready.write_text("ready")
         await asyncio.gather(*tasks)
@@ -205,13 +250,17 @@ def _viewers_process(port: int, match_id: str, count: int, out: Path, ready: Pat
             for seq, at, line in got:
                 key = None
                 if b'"card_played"' in line:
-                    played = json.loads(line[6:])["card_played"]
+                    played = json.loads(line[6:])["card_played"]  # b"data: {...}"
                     key = [played["deal"], played["play"]]
                 rows.append([seq, at, key])
             result.append(rows)
-        out.write_text(json.dumps(result))
+        out.write_text(json.dumps({"rows": result, "ends": ends}))
 
     asyncio.run(main())
+
+
+def _shares(total: int, parts: int) -> list[int]:
+    return [total // parts + (n < total % parts) for n in range(parts)]
 
 
 def bench_live(server: Server, viewers: int, cards_per_s: float, stalled: bool) -> None:
@@ -225,22 +274,29 @@ def bench_live(server: Server, viewers: int, cards_per_s: float, stalled: bool) 
     rss_before = server.rss_mib()[0]
     out = Path(f"/tmp/bench-http-{os.getpid()}.json")
     ready = Path(f"/tmp/bench-http-{os.getpid()}.ready")
-    ready.unlink(missing_ok=True)
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            __file__,
-            "--viewers-child",
-            json.dumps([server.port, match_id, viewers, str(out), str(ready)]),
-        ]
-    )
+    parts = max(1, min(4, viewers // 50))  # client processes, 50 viewers or more each
+    outs = [out.with_suffix(f".{n}.json") for n in range(parts)]
+    readies = [ready.with_suffix(f".{n}") for n in range(parts)]
+    for path in readies:
+        path.unlink(missing_ok=True)
+    children = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--viewers-child",
+                json.dumps([server.port, match_id, share, str(o), str(r)]),
+            ]
+        )
+        for share, o, r in zip(_shares(viewers, parts), outs, readies, strict=True)
+    ]
     stuck = None
     if stalled:
         stuck = socket.create_connection(("127.0.0.1", server.port))
         stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         stuck.sendall(_watch_request(match_id))
     for _ in range(600):
-        if ready.exists():
+        if all(path.exists() for path in readies):
             break
         time.sleep(0.1)
     sent: dict[tuple[int, int], float] = {}
@@ -269,15 +325,18 @@ def bench_live(server: Server, viewers: int, cards_per_s: float, stalled: bool) 
     started = time.monotonic()
     stub.Publish(paced())
     published = time.monotonic() - started
-    child.wait(timeout=600)
+    for child in children:
+        child.wait(timeout=600)
     cpu = server.cpu() - cpu
     rss_after, rss_peak = server.rss_mib()
     if stuck is not None:
         stuck.close()
     channel.close()
-    lists: list[list[list[Any]]] = json.loads(out.read_text())
-    out.unlink()
-    ready.unlink(missing_ok=True)
+    results = [json.loads(path.read_text()) for path in outs]
+    lists: list[list[list[Any]]] = [rows for result in results for rows in result["rows"]]
+    ends = Counter(code for result in results for code in result["ends"])
+    for path in outs + readies:
+        path.unlink(missing_ok=True)
     total = max(seq for rows in lists for seq, _, _ in rows)
     in_order = all([seq for seq, _, _ in rows] == list(range(1, total + 1)) for rows in lists)
     latencies = sorted(
@@ -291,7 +350,7 @@ def bench_live(server: Server, viewers: int, cards_per_s: float, stalled: bool) 
     )
     print(
         f"  every viewer got every event in order: {in_order} "
-        f"({len(lists)} viewers x {total} events = {delivered:,} delivered)"
+        f"({len(lists)} viewers x {total} events = {delivered:,} delivered; ends {dict(ends)})"
     )
     print(
         f"  publish -> receipt: p50 {p[50] * 1000:.1f} ms, p99 {p[99] * 1000:.1f} ms, "
