@@ -765,3 +765,32 @@ def test_view_of_a_file_without_records_says_so(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 2 and "missing.krec" in result.stderr
+
+
+def test_a_stopping_server_ends_its_sse_viewers_with_the_abandoned_match() -> None:
+    match = _matches(CLASSIC)[0]
+    requests = list(live_requests(match, svc.Pace(), "live-stopping"))
+    got: list[tuple[str | None, str, str]] = []
+    config = ServiceConfig(http_host="127.0.0.1", grace=5)
+    with running_server(config) as (server, port):
+        assert server.http_port is not None
+        web = Web(port, server.http_port, None)
+        _publish(web, requests[:10])
+        reader = SseReader(web.port, "/api/live/live-stopping")
+        messages = reader.messages()
+        got.append(next(messages))  # the snapshot is in: the viewer is watching
+
+        def read_rest() -> None:
+            got.extend(messages)
+
+        rest = threading.Thread(target=read_rest)
+        rest.start()
+        web.channel.close()
+    rest.join(timeout=30)
+    reader.close()
+    assert not rest.is_alive()
+    seqs = [int(i or 0) for i, kind, _ in got if kind == "message"]
+    assert seqs == list(range(1, len(seqs) + 1))
+    last = json.loads([data for _, kind, data in got if kind == "message"][-1])
+    assert last["match_ended"]["status"] == "MATCH_STATUS_ABANDONED"
+    assert got[-1][1] == "end" and json.loads(got[-1][2])["code"] == "OK"
