@@ -794,3 +794,23 @@ def test_a_stopping_server_ends_its_sse_viewers_with_the_abandoned_match() -> No
     last = json.loads([data for _, kind, data in got if kind == "message"][-1])
     assert last["match_ended"]["status"] == "MATCH_STATUS_ABANDONED"
     assert got[-1][1] == "end" and json.loads(got[-1][2])["code"] == "OK"
+
+
+@pytest.mark.parametrize(
+    "request_line",
+    [b"GARBAGE\r\n\r\n", b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", b"\x00\xff" * 100],
+    ids=["no-method", "line-over-64k", "binary"],
+)
+def test_a_request_the_parser_refuses_is_a_400_one_log_line_and_the_server_goes_on(
+    web: Web, request_line: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.create_connection(("127.0.0.1", web.port), timeout=10) as sock:
+        sock.sendall(request_line)
+        reply = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                reply += chunk
+    assert reply.startswith(b"HTTP/1.0 400") or reply.startswith(b"HTTP/1.1 400") or not reply
+    assert b"Traceback" not in reply
+    assert web.json("/api/live")["next_page_token"] == ""
+    assert not [r for r in caplog.records if r.exc_info and r.name.startswith("aiohttp")]
