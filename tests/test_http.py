@@ -224,6 +224,8 @@ def test_names_with_markup_never_appear_as_markup_in_any_answer(web: Web) -> Non
         assert b"<" not in body and b">" not in body and b"\xe2\x80\xae" not in body
         assert headers["Content-Type"].startswith("application/json")
     assert web.json(f"/api/matches/{quoted}")["players"][0]["name"] == HOSTILE_NAME
+    _, headers, _ = web.get(f"/api/matches/{quoted}?format=krec")
+    assert headers["Content-Disposition"] == 'attachment; filename="_script_alert_1___script_.krec"'
 
 
 def test_a_body_over_the_limit_is_refused_with_413(web: Web) -> None:
@@ -311,7 +313,7 @@ def test_a_match_as_krec_is_a_file_of_the_stored_frame_byte_for_byte(
         status, got, body = web.get(path, headers)
         assert status == 200
         assert got["Content-Type"] == "application/octet-stream"
-        assert "attachment" in got["Content-Disposition"]
+        assert got["Content-Disposition"] == 'attachment; filename="classic-1.krec"'
         (tmp_path / "one.krec").write_bytes(body)
         assert _matches(tmp_path / "one.krec") == [pb.Match.FromString(stored)]
         assert body.endswith(stored)
@@ -814,3 +816,28 @@ def test_a_request_the_parser_refuses_is_a_400_one_log_line_and_the_server_goes_
     assert b"Traceback" not in reply
     assert web.json("/api/live")["next_page_token"] == ""
     assert not [r for r in caplog.records if r.exc_info and r.name.startswith("aiohttp")]
+
+
+def test_view_open_hands_the_url_to_the_browser(tmp_path: Path) -> None:
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser"  # what $BROWSER names is what webbrowser runs
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n')
+    browser.chmod(0o755)
+    with subprocess.Popen(
+        [str(KINGREC), "view", "--open", str(SAMPLES / "valid" / "abandoned.krec")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "BROWSER": str(browser)},
+    ) as process:
+        try:
+            assert process.stdout is not None
+            url = process.stdout.readline().rsplit(" at ", 1)[1].strip()
+            for _ in range(100):  # the browser runs after the line is printed
+                if opened.exists() and opened.read_text():
+                    break
+                time.sleep(0.1)
+            assert opened.read_text() == url
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
