@@ -45,6 +45,7 @@ COMMANDS = {
     "query": "kingrec_cli.query",
     "stats": "kingrec_cli.stats",
     "analyse": "kingrec_cli.analyse",
+    "view": "kingrec_cli.view",
 }
 
 COMPLETION = """Shell completion (bash; zsh_source and fish_source for the others):
