@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from kingrec.findings import CleanMatches, MatchReport, Severity
+from kingrec.jsonl import report_line
 from kingrec.paths import PathProblem, record_paths
 from kingrec.records import Damage, RecordFile, open_records
 from kingrec.validation import validate_records
@@ -180,7 +181,7 @@ def _emit(
     if not shown:
         return
     if choices.as_json:
-        term.json({"type": "match", **report.to_dict()})
+        term.json(report, report_line)
         return
     verdict = "[green]valid[/]" if report.valid else "[bold red]INVALID[/]"
     term.report(
