@@ -22,7 +22,13 @@ from kingrec.records import Damage, open_records, read_records
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 from kingrec_cli.publish import live_requests
-from kingrec_service import MAX_REQUEST_BYTES, ServiceConfig, running_server
+from kingrec_service import (
+    MAX_REQUEST_BYTES,
+    ServerError,
+    ServiceConfig,
+    create_server,
+    running_server,
+)
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
 from kingrec_service.live import LiveConfig
 
@@ -84,6 +90,13 @@ def _events(stub: KingrecServiceStub, request: svc.ReplayRequest) -> list[svc.Ma
 def _replay(stub: KingrecServiceStub, match: pb.Match, **options: object) -> list[svc.MatchEvent]:
     request = svc.ReplayRequest(record=svc.Record(match=match), **options)  # type: ignore[arg-type]
     return _events(stub, request)
+
+
+@pytest.mark.parametrize("token", ["", " s3cret", "jeton-ş", "a\nb"])
+def test_a_server_with_an_empty_or_unsendable_token_refuses_to_start(token: str) -> None:
+    """An empty token would mean no authentication at all; the others no client could send."""
+    with pytest.raises(ServerError, match="token"):
+        create_server(ServiceConfig(token=token))
 
 
 # -- Validate ------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ while streams are open. Also TLS."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -65,7 +66,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     finally:
         if served.process.poll() is None:
             served.process.kill()
-            served.process.wait()
+        served.process.communicate()  # closes the pipes too
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -178,6 +179,63 @@ def test_the_commands_upload_and_query_against_the_server(served: Served) -> Non
         assert [m.match_id for m in page.matches] == ["invalid-must-follow-suit"]
         got = stub.GetMatch(svc.GetMatchRequest(match_id="classic-1")).match
         assert got == pick_match(str(CLASSIC), "classic-1", None)
+
+
+@pytest.mark.parametrize(
+    ("options", "env", "said"),
+    [
+        (["--token", ""], {}, "the token is empty"),
+        (["--token="], {}, "the token is empty"),
+        ([], {"KINGREC_TOKEN": ""}, "$KINGREC_TOKEN is set but empty"),
+        (["--token", "two words"], {}, "visible ASCII without spaces"),
+        (["--token", "jeton-ş"], {}, "visible ASCII without spaces"),
+    ],
+    ids=["empty", "empty-equals", "empty-variable", "space", "non-ascii"],
+)
+def test_an_empty_or_unsendable_token_is_a_usage_error_and_nothing_starts(
+    tmp_path: Path, options: list[str], env: dict[str, str], said: str
+) -> None:
+    db = tmp_path / "kingrec.duckdb"
+    environ = {k: v for k, v in os.environ.items() if k != "KINGREC_TOKEN"}
+    result = subprocess.run(
+        [str(KINGREC), "serve", "--port", "0", "--db", str(db), *options],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={**environ, **env},
+    )
+    assert result.returncode == 2, result.stderr
+    assert said in result.stderr and "--token" in result.stderr
+    assert "Traceback" not in result.stderr and "serving" not in result.stdout
+    assert not db.exists()
+
+
+def test_without_a_token_the_startup_line_says_anyone_can_upload_and_publish(
+    tmp_path: Path,
+) -> None:
+    environ = {k: v for k, v in os.environ.items() if k != "KINGREC_TOKEN"}
+    process = subprocess.Popen(
+        [str(KINGREC), "serve", "--port", "0", "--db", str(tmp_path / "kingrec.duckdb")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environ,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert "no token: anyone can Upload and Publish" in line, line
+        address = line.split("serving on ")[1].split()[0]
+        published = _cli("publish", str(CLASSIC), "--fast", "--as", "open", "--server", address)
+        assert published.returncode == 0, published.stderr  # as the line says
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+    with_token = start_server(tmp_path / "other.duckdb", "--token", TOKEN)
+    with_token.process.send_signal(signal.SIGTERM)
+    stdout, _ = with_token.process.communicate(timeout=30)
+    assert "no token" not in stdout
 
 
 def test_watch_flush_sets_how_long_events_gather_before_viewers_get_them(tmp_path: Path) -> None:
