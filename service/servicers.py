@@ -98,10 +98,21 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         hub = self.hub
         publisher = object()
         live: LiveMatch | None = None
+        accepted = 0  # the match's last event once this stream's last message was taken
         try:
             async with aclosing(_until(request_iterator, hub.stopping)) as requests:
                 async for request in requests:
                     live = self._publish(request, live, publisher)
+                    accepted = len(live.events)
+        except ShuttingDownError:
+            if live is None:
+                raise
+            # The stop abandons the match after this; the publisher learns what was taken.
+            raise ShuttingDownError(
+                f"the server is shutting down: match {live.match_id} ends abandoned "
+                f"after event {accepted}, the last this stream's messages made",
+                accepted,
+            ) from None
         finally:
             if live is not None:
                 hub.release(live, publisher)

@@ -335,6 +335,13 @@ def test_sigterm_ends_streams_cleanly_stores_live_matches_and_exits(served: Serv
     for name in ("publish", "replay"):
         error = outcome[name]
         assert isinstance(error, grpc.RpcError) and _code(error) == grpc.StatusCode.UNAVAILABLE
+    # The publisher is told the last event its messages made: match_started, deal_started,
+    # contract_chosen and three cards (the abandonment's events are the server's own).
+    trailers = dict(outcome["publish"].trailing_metadata())  # type: ignore[attr-defined]
+    assert trailers["kingrec-code"] == "SHUTTING_DOWN"
+    assert trailers["kingrec-resume-from"] == "6"
+    assert [e.seq for e in watched] == list(range(1, len(watched) + 1))
+    assert [e.WhichOneof("event") for e in watched[6:]] == ["deal_ended", "match_ended"]
     assert "replay again from start_deal=" in str(outcome["replay"].details())  # type: ignore[attr-defined]
     with Store.open(str(served.db), read_only=True) as store:  # the server let go of it
         rows = store.con.execute(
