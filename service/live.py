@@ -25,7 +25,12 @@ costs the server about the same whatever it holds.
 
 The ``Hub`` keeps the live matches by id, gives each one publisher at a time, abandons a match
 left without a publisher for ``idle_timeout`` seconds, and hands every finished match to one
-call, ``store_finished`` (the store, when there is one).
+call, ``store_finished`` (the store, when there is one). Its viewers are told when the publisher
+leaves or comes back (``Presence``: a message without events when nothing else is due), with
+how long the match still waits. A publisher resumes from the match's last event
+(``Hub.resume``: a publisher that names another event is told the right one, and nothing is
+claimed), so none sends a card twice or skips one; ``published_events`` tells it which of its
+messages made that event.
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 from kingrec._engine_types import END_INCOMPLETE
 from kingrec.boundary import end_to_proto, engine_trump, ruleset_from_proto
@@ -58,14 +64,40 @@ from .errors import (
     OutOfOrderError,
     PublisherBusyError,
     RefusedError,
+    ResumeMismatchError,
     TooManyMatchesError,
 )
 from .events import Event, EventWriter, response
 
-__all__ = ["Hub", "LiveConfig", "LiveMatch", "StoreFinished"]
+__all__ = [
+    "Hub",
+    "IdleTimer",
+    "LiveConfig",
+    "LiveMatch",
+    "Presence",
+    "StoreFinished",
+    "published_events",
+]
 
 # The one call that stores a finished live match (None: there is no store).
 StoreFinished = Callable[[pb.Match], Awaitable[svc.StoreVerdict | None]]
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+# Calls back after a delay (seconds), in the event loop: ``loop.call_later`` unless a test
+# injects its own clock.
+IdleTimer = Callable[[float, Callable[[], None]], Cancellable]
+
+
+class Presence(NamedTuple):
+    """What a viewer is told of the publisher: whether one is there, and when not, how long
+    (milliseconds) the match still waits for one."""
+
+    publisher: svc.Publisher.ValueType
+    abandon_in_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,6 +112,7 @@ class LiveConfig:
     idle_timeout: float = 600.0  # seconds a match may wait for a publisher, then abandoned
     retention: float = 600.0  # seconds a finished match stays watchable
     max_matches: int = 1000  # live and retained matches at once
+    idle_timer: IdleTimer | None = None  # None: the event loop's call_later (tests inject)
 
 
 def _errors(match: pb.Match) -> list[Finding]:
@@ -125,7 +158,9 @@ class LiveMatch:
         self.stored: asyncio.Future[svc.StoreVerdict | None] | None = None
         self.publisher: object | None = None
         self.viewers = 0
-        self.idle: asyncio.TimerHandle | None = None
+        self.idle: Cancellable | None = None
+        self.abandon_at: float | None = None  # loop time: no publisher, abandoned then
+        self.presence = 0  # bumped whenever the publisher leaves or comes back
         self._log([self._writer.match_started(self.match, self.rules)])
 
     @property
@@ -150,8 +185,25 @@ class LiveMatch:
         self._pending = None
         self._flushed = self._loop.time()
         self._shown = len(self.events)
+        self._wake()
+
+    def _wake(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
+
+    def set_publisher(self, publisher: object | None, abandon_at: float | None) -> None:
+        """The publisher came (an object) or left (None: abandoned at ``abandon_at``, loop
+        time); viewers are told."""
+        self.publisher, self.abandon_at = publisher, abandon_at
+        self.presence += 1
+        self._wake()
+
+    def told(self) -> Presence:
+        """What viewers are told of the publisher now."""
+        if self.publisher is not None:
+            return Presence(svc.PUBLISHER_PUBLISHING)
+        left = 0 if self.abandon_at is None else self.abandon_at - self._loop.time()
+        return Presence(svc.PUBLISHER_GONE, max(0, round(left * 1000)))
 
     # -- publishing ---------------------------------------------------------------------
 
@@ -320,10 +372,13 @@ class LiveMatch:
         delay: float,
         config: LiveConfig,
         stopping: asyncio.Event,
-    ) -> AsyncGenerator[tuple[int, int, bool]]:
+    ) -> AsyncGenerator[tuple[int, int, bool, Presence | None]]:
         """The events after the first ``after`` (0: a snapshot of all so far first), in
         batches, each ``delay`` seconds after it happened, until the match ends: ``(start,
-        end, is_snapshot)``, the batch being ``events[start:end]`` (see ``encoded``).
+        end, is_snapshot, presence)``, the batch being ``events[start:end]`` (see
+        ``encoded``) and ``presence`` what to tell of the publisher (None: nothing new). The
+        first batch tells it, and so does the first after it changed: a batch without events
+        when none is due.
 
         Raises ``FellBehindError`` when more than ``config.max_lag`` events published since
         the viewer came are waiting for it. Once ``stopping`` is set, the delay no longer
@@ -333,6 +388,15 @@ class LiveMatch:
                 f"resume_from {after} is past the match's last event ({len(self.events)})"
             )
         self.viewers += 1
+        told = -1  # the presence last told to this viewer
+
+        def news() -> Presence | None:
+            nonlocal told
+            if told == self.presence or self.finished:
+                return None
+            told = self.presence
+            return self.told()
+
         try:
             live_from = len(self.events)  # events from here on were published while watching
             cursor = after
@@ -340,12 +404,15 @@ class LiveMatch:
                 due = self._due(delay)
                 while True:
                     end = min(due, cursor + config.batch)
-                    yield cursor, end, True
+                    yield cursor, end, True, news()
                     cursor = end
                     if cursor >= due:
                         break
             while True:
-                due = self._due(0 if stopping.is_set() else delay)
+                # what the last flush showed: a viewer woken for the publisher's coming or
+                # going gets the events published since at the next flush, with the others
+                ready = self._due(0 if stopping.is_set() else delay)
+                due = min(ready, self._shown)
                 if cursor < due:
                     if due - max(cursor, live_from) > config.max_lag:
                         raise FellBehindError(
@@ -354,18 +421,23 @@ class LiveMatch:
                             cursor,
                         )
                     end = min(due, cursor + config.batch)
-                    yield cursor, end, False
+                    yield cursor, end, False, news()
                     cursor = end
                     continue
                 if self.finished and cursor == len(self.events):
                     return
-                await self._wait(due, delay)
+                presence = news()
+                if presence is not None:  # nothing due, but the publisher came or went
+                    yield cursor, cursor, False, presence
+                    continue
+                await self._wait(ready, delay)
         finally:
             self.viewers -= 1
 
     async def _wait(self, due: int, delay: float) -> None:
-        """Until an event is added or the next one falls due. (A stopping server ends every
-        match, which adds an event.)"""
+        """Until viewers are woken (a flush, the publisher came or went) or the next event
+        falls due (``due`` are, by the delay). (A stopping server ends every match, which adds
+        an event.)"""
         changed = self._changed
         if due < len(self.events):
             timeout = max(0.0, self.times[due] + delay - self._loop.time())
@@ -374,10 +446,18 @@ class LiveMatch:
         else:
             await changed.wait()
 
-    def encoded(self, start: int, end: int, seat: int | None, snapshot: bool) -> bytes:
+    def encoded(
+        self, start: int, end: int, seat: int | None, snapshot: bool, presence: Presence | None
+    ) -> bytes:
         """The WatchResponse holding ``events[start:end]`` (as ``seat`` sees them), encoded."""
         body = response(self.events[start:end], seat)
-        return body + b"\x10\x01" if snapshot else body  # field 2, snapshot = true
+        if snapshot:
+            body += b"\x10\x01"  # field 2, snapshot = true
+        if presence is not None:  # fields 3 and 4, rare: through the message
+            body += svc.WatchResponse(
+                publisher=presence.publisher, abandon_in_ms=presence.abandon_in_ms
+            ).SerializeToString()
+        return body
 
     def summary(self) -> svc.MatchSummary:
         return svc.MatchSummary(
@@ -406,6 +486,7 @@ class Hub:
         self.matches: dict[str, LiveMatch] = {}
         self.stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._timer = config.idle_timer
 
     def start(self, header: pb.Match, publisher: object) -> LiveMatch:
         """A new live match from its header (a Match without deals), claimed by
@@ -418,8 +499,18 @@ class Hub:
             )
         if header.status not in (pb.MATCH_STATUS_UNSPECIFIED, pb.MATCH_STATUS_IN_PROGRESS):
             raise BadRequestError("a live match starts IN_PROGRESS (or with no status)")
-        if header.match_id in self.matches:
-            raise MatchExistsError(f"match {header.match_id} is already live on this server")
+        existing = self.matches.get(header.match_id)
+        if existing is not None:
+            waiting = ""
+            if existing.publisher is None and not existing.finished:
+                waiting = (
+                    ", waiting for its publisher: resume it (kingrec publish --resume), or end "
+                    f"it; it is abandoned in {existing.told().abandon_in_ms / 1000:.0f} s "
+                    "unless one comes"
+                )
+            raise MatchExistsError(
+                f"match {header.match_id} is already live on this server{waiting}"
+            )
         if len(self.matches) >= self.config.max_matches:
             raise TooManyMatchesError(
                 f"this server holds {self.config.max_matches} live matches already"
@@ -452,28 +543,49 @@ class Hub:
             raise OutOfOrderError(f"match {live.match_id} is over")
         if live.publisher is not None:
             raise PublisherBusyError(f"another stream is publishing match {live.match_id}")
-        live.publisher = publisher
         if live.idle is not None:
             live.idle.cancel()
             live.idle = None
+        live.set_publisher(publisher, None)
+
+    def resume(self, match_id: str, publisher: object, resume_from: int | None) -> LiveMatch:
+        """``publisher`` goes on with a live match from its last event, which it names as
+        ``resume_from`` (None: unchecked); refused, with the right one, when it is not."""
+        live = self.get(match_id)
+        if live.finished:
+            raise OutOfOrderError(f"match {match_id} is over")
+        last = len(live.events)
+        if resume_from is not None and resume_from != last:
+            raise ResumeMismatchError(
+                f"match {match_id}'s last event is {last}, not {resume_from}: resume from "
+                f"{last}, with the message that follows it",
+                last,
+            )
+        self.claim(live, publisher)
+        return live
 
     def release(self, live: LiveMatch, publisher: object) -> None:
         """``publisher`` is done; an unfinished match waits ``idle_timeout`` for another."""
         if live.publisher is not publisher:
             return
-        live.publisher = None
-        if not live.finished and not self.stopping.is_set():
-            live.idle = asyncio.get_running_loop().call_later(
-                self.config.idle_timeout, self._spawn_abandon, live
-            )
+        if live.finished or self.stopping.is_set():
+            live.set_publisher(None, None)
+            return
+        loop = asyncio.get_running_loop()
+        timeout = self.config.idle_timeout
+        later = self._timer or loop.call_later
+        live.set_publisher(None, loop.time() + timeout)
+        gone = live.presence  # a publisher coming back changes it: this timer is then stale
+        live.idle = later(timeout, lambda: self._spawn_abandon(live, gone))
 
-    def _spawn_abandon(self, live: LiveMatch) -> None:
-        task = asyncio.ensure_future(self._abandon_idle(live))
+    def _spawn_abandon(self, live: LiveMatch, gone: int) -> None:
+        task = asyncio.ensure_future(self._abandon_idle(live, gone))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _abandon_idle(self, live: LiveMatch) -> None:
-        if live.publisher is None and not live.finished:
+    async def _abandon_idle(self, live: LiveMatch, gone: int) -> None:
+        if live.presence == gone and live.publisher is None and not live.finished:
+            live.idle = None
             live.abandon(f"no publisher for {self.config.idle_timeout:g} s")
             await self.finish(live)
 
@@ -503,3 +615,31 @@ class Hub:
                 await self.finish(live)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def published_events(requests: Iterable[svc.PublishRequest]) -> list[int]:
+    """The match's last event after each message of a Publish stream that begins with
+    ``start``, as a server numbers them (its own ``LiveMatch``): which of a publisher's
+    messages made event N, for a publisher that resumes. Raises what the server would refuse."""
+
+    async def number() -> list[int]:
+        live: LiveMatch | None = None
+        counts: list[int] = []
+        for request in requests:
+            kind = request.WhichOneof("event")
+            if live is None:
+                if kind != "start":
+                    raise BadRequestError("the stream to number must begin with start")
+                live = LiveMatch(request.start, LiveConfig(flush=0))
+            elif kind == "deal":
+                live.add_deal(request.deal)
+            elif kind == "card":
+                live.play_card(request.card)
+            elif kind == "end":
+                live.end(request.end)
+            else:
+                raise BadRequestError(f"{kind} comes only as the first message of a stream")
+            counts.append(len(live.events))
+        return counts
+
+    return asyncio.run(number())

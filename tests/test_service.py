@@ -3,13 +3,15 @@ event loop), called through the generated stubs like any client."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import queue
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -502,14 +504,18 @@ def test_one_publisher_at_a_time_and_no_second_match_with_the_same_id(
         yield svc.PublishRequest(resume="live-busy")
         gate.wait(5)
 
+    viewer = Viewer(stub, "live-busy")
     holder = stub.Publish.future(held())
-    time.sleep(0.2)
+    viewer.until(svc.PUBLISHER_PUBLISHING)  # the holder has the match
     try:
         busy = _error(lambda: stub.Publish(iter([svc.PublishRequest(resume="live-busy")])))
         twice = _error(lambda: stub.Publish(iter([_start(CLASSIC, "live-busy")])))
     finally:
         gate.set()
     holder.result()
+    stub.Publish(iter([svc.PublishRequest(resume="live-busy"),
+                       svc.PublishRequest(end=svc.LiveEnd())]))  # fmt: skip
+    viewer.thread.join(30)
     assert _code(busy) == grpc.StatusCode.ABORTED
     assert _code(twice) == grpc.StatusCode.ALREADY_EXISTS
 
@@ -523,18 +529,24 @@ def test_two_viewers_one_never_reading_neither_blocks_the_publisher_or_the_other
     with grpc.insecure_channel(f"127.0.0.1:{port}", options=options) as idle_channel:
         idle = KingrecServiceStub(idle_channel).Watch(svc.WatchRequest(match_id="live-two"))
         assert next(idle).snapshot  # then it reads nothing more for now
-        received: list[svc.MatchEvent] = []
-        reader = threading.Thread(target=lambda: received.extend(_watch(stub, "live-two")))
+        received: list[int] = []
+        watching = threading.Event()
+
+        def read() -> None:
+            for message in stub.Watch(svc.WatchRequest(match_id="live-two")):
+                received.extend(e.seq for e in message.events)
+                watching.set()  # the snapshot came: this viewer is in
+
+        reader = threading.Thread(target=read)
         reader.start()
-        time.sleep(0.2)
-        started = time.monotonic()
+        assert watching.wait(10)
         requests = live_requests(CLASSIC, FAST, "live-two")
         next(requests)
-        response = stub.Publish(iter([svc.PublishRequest(resume="live-two"), *requests]))
-        publish_time = time.monotonic() - started
+        publishing = stub.Publish.future(iter([svc.PublishRequest(resume="live-two"), *requests]))
+        response = publishing.result(timeout=30)  # while the idle viewer reads nothing
         reader.join(10)
-        assert response.finished and publish_time < 5
-        assert [e.seq for e in received] == list(range(1, response.events + 1))
+        assert response.finished
+        assert received == list(range(1, response.events + 1))
         # The idle viewer, reading at last: what was buffered, then told it fell behind.
         seen = [1]
         error = _error(lambda: seen.extend(e.seq for r in idle for e in r.events))
@@ -550,15 +562,18 @@ def test_a_viewer_with_a_delay_sees_each_event_that_long_after_it(stub: KingrecS
     stub.Publish(iter([_start(CLASSIC, "live-delay")]))
     seen: list[tuple[float, int]] = []
 
+    watching = threading.Event()
+
     def view() -> None:
         for response in stub.Watch(svc.WatchRequest(match_id="live-delay", delay_ms=300)):
+            watching.set()  # the snapshot came
             seen.extend((time.monotonic(), e.seq) for e in response.events)
             if any(e.HasField("card_played") for e in response.events):
                 return
 
     viewer = threading.Thread(target=view)
     viewer.start()
-    time.sleep(0.1)
+    assert watching.wait(30)
     played = time.monotonic()
     stub.Publish(
         iter([svc.PublishRequest(resume="live-delay"), _deal_start(CLASSIC.deals[0]),
@@ -631,7 +646,8 @@ def test_events_published_within_the_flush_reach_a_viewer_together_and_a_lone_on
 
         def view() -> None:
             for response in stub.Watch(svc.WatchRequest(match_id="live-flush")):
-                came.append((time.monotonic(), [e.seq for e in response.events]))
+                if response.events or response.snapshot:  # not the publisher's comings
+                    came.append((time.monotonic(), [e.seq for e in response.events]))
 
         viewer = threading.Thread(target=view)
         viewer.start()
@@ -653,3 +669,172 @@ def test_events_published_within_the_flush_reach_a_viewer_together_and_a_lone_on
     assert lone[1] == [14]  # the ninth card, after a quiet spell: alone
     assert end[1] == [15, 16]  # the deal and the match ended, within the flush: together
     assert end[0] - lone[0] >= flush * 0.9
+
+
+# -- a publisher that goes away ------------------------------------------------------------------
+
+
+class ManualTimer:
+    """The hub's idle timer, fired by the test instead of the clock (``LiveConfig.idle_timer``)."""
+
+    def __init__(self) -> None:
+        self.scheduled = threading.Event()  # set whenever the hub schedules a call
+        self._calls: list[tuple[asyncio.AbstractEventLoop, Callable[[], None], ManualHandle]] = []
+
+    def __call__(self, delay: float, callback: Callable[[], None]) -> ManualHandle:
+        handle = ManualHandle()
+        self._calls.append((asyncio.get_running_loop(), callback, handle))
+        self.scheduled.set()
+        return handle
+
+    def fire(self) -> int:
+        """Run every call not cancelled (in the server's loop); how many."""
+        due = [(loop, cb) for loop, cb, handle in self._calls if not handle.cancelled]
+        self._calls.clear()
+        for loop, callback in due:
+            loop.call_soon_threadsafe(callback)
+        return len(due)
+
+
+class ManualHandle:
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Viewer:
+    """A Watch in a thread of its own, every message queued as it comes."""
+
+    def __init__(self, stub: KingrecServiceStub, match_id: str) -> None:
+        self.messages: queue.Queue[svc.WatchResponse | None] = queue.Queue()
+        self.call = stub.Watch(svc.WatchRequest(match_id=match_id))
+        self.thread = threading.Thread(target=self._read)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            for message in self.call:
+                self.messages.put(message)
+        finally:
+            self.messages.put(None)
+
+    def next(self) -> svc.WatchResponse | None:
+        return self.messages.get(timeout=30)
+
+    def until(self, publisher: svc.Publisher.ValueType) -> svc.WatchResponse:
+        """The next message that says this of the publisher (events before it skipped)."""
+        while True:
+            message = self.next()
+            assert message is not None, "the watch ended"
+            if message.publisher == publisher:
+                return message
+
+
+def test_viewers_are_told_when_the_publisher_goes_and_comes_back(stub: KingrecServiceStub) -> None:
+    stub.Publish(iter([_start(CLASSIC, "live-presence")]))  # then the publisher goes
+    viewer = Viewer(stub, "live-presence")
+    first = viewer.next()
+    assert first is not None and first.snapshot
+    assert first.publisher == svc.PUBLISHER_GONE
+    assert 0 < first.abandon_in_ms <= 60_000  # the module's server waits 60 s
+    gate = threading.Event()
+
+    def held() -> Iterator[svc.PublishRequest]:
+        yield svc.PublishRequest(resume="live-presence", resume_from=1)
+        gate.wait(30)
+
+    holder = stub.Publish.future(held())
+    back = viewer.until(svc.PUBLISHER_PUBLISHING)
+    assert not back.events and not back.snapshot  # nothing else happened: only that
+    # one publisher at a time: a second is refused while the first holds the match
+    busy = _error(lambda: stub.Publish(iter([svc.PublishRequest(resume="live-presence")])))
+    assert _code(busy) == grpc.StatusCode.ABORTED
+    gate.set()
+    assert not holder.result(timeout=30).finished
+    gone = viewer.until(svc.PUBLISHER_GONE)
+    assert not gone.events and 0 < gone.abandon_in_ms <= 60_000
+    stub.Publish(iter([svc.PublishRequest(resume="live-presence"),
+                       svc.PublishRequest(end=svc.LiveEnd())]))  # fmt: skip
+    rest: list[svc.WatchResponse] = []
+    while (message := viewer.next()) is not None:
+        rest.append(message)
+    assert rest[-1].events[-1].HasField("match_ended")
+    assert rest[-1].publisher == svc.PUBLISHER_UNSPECIFIED  # nothing said once it ended
+    viewer.thread.join(30)
+
+
+def test_a_publisher_resumes_from_the_last_accepted_event_and_is_told_it_when_wrong(
+    stub: KingrecServiceStub,
+) -> None:
+    requests = list(live_requests(CLASSIC, FAST, "live-resumed"))
+    first = stub.Publish(iter(requests[:5]))  # start, deal 1, three cards; then the link is lost
+    assert first.events == 6 and not first.finished
+    for wrong in (0, 5, 7):  # a publisher that knows nothing, one behind, one ahead
+        error = _error(
+            lambda at=wrong: stub.Publish(
+                iter([svc.PublishRequest(resume="live-resumed", resume_from=at), requests[5]])
+            )
+        )
+        assert _code(error) == grpc.StatusCode.FAILED_PRECONDITION
+        assert _trailer(error, "kingrec-code") == "OUT_OF_ORDER"
+        assert _trailer(error, "kingrec-resume-from") == "6"
+        assert "last event is 6" in _details(error)
+    # nothing was claimed nor changed: the resume the refusal named goes on from there
+    resumed = svc.PublishRequest(resume="live-resumed", resume_from=6)
+    done = stub.Publish(iter([resumed, *requests[5:]]))
+    assert done.finished
+    watched = _watch(stub, "live-resumed")
+    assert [e.seq for e in watched] == list(range(1, done.events + 1))
+    assert len(watched) == len(_replay(stub, CLASSIC))
+    late = _error(lambda: stub.Publish(iter([resumed])))
+    assert _trailer(late, "kingrec-code") == "OUT_OF_ORDER" and "over" in _details(late)
+
+
+def test_resume_from_goes_only_with_a_resume() -> None:
+    start = _start(CLASSIC, "x")
+    start.resume_from = 1
+    with (
+        running_server(ServiceConfig()) as (_, port),
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+    ):
+        stub = KingrecServiceStub(channel)
+        error = _error(lambda: stub.Publish(iter([start])))
+        assert _trailer(error, "kingrec-code") == "BAD_REQUEST"
+        card = svc.PublishRequest(card=svc.LiveCard(card=0), resume_from=1)
+        error = _error(lambda: stub.Publish(iter([_start(CLASSIC, "y"), card])))
+        assert _trailer(error, "kingrec-code") == "BAD_REQUEST"
+
+
+def test_a_match_without_a_publisher_is_abandoned_when_its_idle_time_is_up() -> None:
+    """The idle timer is the test's: it fires when the test says, not after 600 s."""
+    timer = ManualTimer()
+    config = ServiceConfig(live=LiveConfig(idle_timer=timer))
+    requests = list(live_requests(CLASSIC, FAST, "live-idle"))
+    with (
+        running_server(config) as (server, port),
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+    ):
+        stub = KingrecServiceStub(channel)
+        stub.Publish(iter(requests[:3]))  # start, deal 1, a card; then the publisher vanishes
+        assert timer.scheduled.wait(30)
+        viewer = Viewer(stub, "live-idle")
+        told = viewer.next()
+        assert told is not None and told.publisher == svc.PUBLISHER_GONE
+        assert 599_000 < told.abandon_in_ms <= 600_000
+        again = _error(lambda: stub.Publish(iter(requests[:1])))
+        assert _code(again) == grpc.StatusCode.ALREADY_EXISTS
+        assert "waiting for its publisher" in _details(again)
+        assert "kingrec publish --resume" in _details(again)
+        # a publisher that came back and went again: the first timer is stale
+        timer.scheduled.clear()
+        stub.Publish(iter([svc.PublishRequest(resume="live-idle", resume_from=4)]))
+        assert timer.scheduled.wait(30)
+        assert timer.fire() == 1  # the first was cancelled when the publisher came back
+        ended: list[svc.MatchEvent] = []
+        while (message := viewer.next()) is not None:
+            ended += message.events
+        assert ended[-1].match_ended.status == pb.MATCH_STATUS_ABANDONED
+        assert ended[-1].match_ended.reason == "no publisher for 600 s"
+        assert server.hub.matches["live-idle"].finished

@@ -252,6 +252,8 @@ def test_watch_flush_sets_how_long_events_gather_before_viewers_get_them(tmp_pat
 
             def view() -> None:
                 for response in stub.Watch(svc.WatchRequest(match_id="flush")):
+                    if not (response.events or response.snapshot):
+                        continue  # the publisher came or went: not an event
                     came.append((time.monotonic(), [e.seq for e in response.events]))
                     if len(came) == 3:
                         return
@@ -268,6 +270,67 @@ def test_watch_flush_sets_how_long_events_gather_before_viewers_get_them(tmp_pat
     assert snapshot == [1]  # match_started
     assert dealt == [2, 3]  # deal_started, contract_chosen: at once
     assert played == [4, 5] and played_at - dealt_at >= 0.9  # two cards: together, later
+
+
+def test_a_viewer_that_never_reads_falls_behind_alone_and_is_told_where_to_resume(
+    tmp_path: Path,
+) -> None:
+    """``kingrec serve`` as it ships (a viewer may lag 1,024 events). One viewer's connection
+    takes 1 KiB before its reader must read, and it reads nothing after its snapshot while a
+    whole match (1,272 events, ~34 KB: far over that window) is published. The publisher
+    finishes and the other viewers get every event while it still has read nothing; when it
+    reads at last it gets what was in flight, then FELL_BEHIND with where to resume, and
+    resuming there gives the rest without a gap or a repeat."""
+    served = start_server(tmp_path / "kingrec.duckdb")
+    match = pick_match(str(CLASSIC), None, 1)
+    requests = list(live_requests(match, svc.Pace(), "slow"))
+    try:
+        with grpc.insecure_channel(served.address) as channel:
+            stub = KingrecServiceStub(channel)
+            stub.Publish(iter(requests[:1]))  # match_started; the match waits for the rest
+            options = [("grpc.http2.lookahead_bytes", 1024), ("grpc.http2.bdp_probe", 0)]
+            with grpc.insecure_channel(served.address, options=options) as slow_channel:
+                slow = KingrecServiceStub(slow_channel).Watch(svc.WatchRequest(match_id="slow"))
+                assert [e.seq for e in next(slow).events] == [1]  # in; then it stops reading
+                watching = [threading.Event(), threading.Event()]
+                seen: list[list[int]] = [[], []]
+
+                def view(n: int) -> None:
+                    for response in stub.Watch(svc.WatchRequest(match_id="slow")):
+                        seen[n] += [e.seq for e in response.events]
+                        watching[n].set()  # the snapshot came: this viewer is in
+
+                viewers = [threading.Thread(target=view, args=(n,)) for n in range(2)]
+                for viewer in viewers:
+                    viewer.start()
+                assert all(w.wait(30) for w in watching)
+                published = stub.Publish.future(
+                    iter([svc.PublishRequest(resume="slow"), *requests[1:]])
+                )
+                response = published.result(timeout=60)  # while the slow one reads nothing
+                for viewer in viewers:
+                    viewer.join(60)
+                total = response.events
+                assert response.finished and total == 1272
+                assert seen == [list(range(1, total + 1))] * 2
+                got = [1]
+                with pytest.raises(grpc.RpcError) as caught:
+                    for batch in slow:  # reading at last
+                        got += [e.seq for e in batch.events]
+            error = caught.value
+            assert isinstance(error, grpc.Call)
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            trailers = dict(error.trailing_metadata() or ())
+            assert trailers["kingrec-code"] == "FELL_BEHIND"
+            resume_from = int(trailers["kingrec-resume-from"])
+            assert got == list(range(1, resume_from + 1)) and resume_from < total - 1024
+            assert f"resume_from={resume_from}" in (error.details() or "")
+            rest = stub.Watch(svc.WatchRequest(match_id="slow", resume_from=resume_from))
+            assert got + [e.seq for r in rest for e in r.events] == list(range(1, total + 1))
+    finally:
+        served.process.send_signal(signal.SIGTERM)
+        _, stderr = served.process.communicate(timeout=30)
+    assert served.process.returncode == 0 and "Traceback" not in stderr, stderr
 
 
 def test_sigterm_ends_streams_cleanly_stores_live_matches_and_exits(served: Served) -> None:
