@@ -145,7 +145,8 @@ def watch(match_id: str, delay: int, seat: int | None, server: str, tls_ca: str 
 
     On a terminal the table updates in place; otherwise every card and trick is printed as
     it comes. A lost connection, or falling too far behind, is resumed where it stopped,
-    without gaps or repeats.
+    without gaps or repeats. When the publisher goes away (and when it comes back) a line on
+    standard error says so, with how long the server still waits for it.
     """
     console = stdout_console()
     stub = connect(server, tls_ca)
@@ -198,7 +199,9 @@ def _follow(
                 if said != svc.PUBLISHER_UNSPECIFIED and said != publisher:
                     publisher = said
                     note = _presence(response)
-                    Console(stderr=True, highlight=False).print(f"[yellow]{note}[/]")
+                    Console(stderr=True, highlight=False, soft_wrap=True).print(
+                        f"[yellow]{note}[/]"
+                    )
                     board.note = note
                 if live is not None:
                     live.update(board.table(), refresh=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -134,6 +136,65 @@ def test_the_commands_publish_watch_and_replay_against_the_server(served: Served
     assert missing.returncode == 2 and "NOT_FOUND" in missing.stderr
     unreachable = _cli("replay", str(CLASSIC), "--fast", "--server", "127.0.0.1:1")
     assert unreachable.returncode == 2 and "cannot reach" in unreachable.stderr
+
+
+def test_publish_resume_goes_on_where_a_lost_publisher_stopped_and_watch_says_it_was_gone(
+    served: Served,
+) -> None:
+    server, token = ["--server", served.address], ["--token", TOKEN]
+    match = pick_match(str(CLASSIC), None, 1)
+    requests = list(live_requests(match, svc.Pace(), "cli-lost"))
+    with grpc.insecure_channel(served.address) as channel:
+        lost = KingrecServiceStub(channel).Publish(
+            iter(requests[:40]), metadata=(("authorization", f"Bearer {TOKEN}"),)
+        )  # then the publisher vanishes, the match left open
+    again = _cli("publish", str(CLASSIC), "--fast", "--as", "cli-lost", *token, *server)
+    assert again.returncode == 2 and "ALREADY_EXISTS" in again.stderr
+    assert "waiting for its publisher" in again.stderr and "--resume" in again.stderr
+    anyone = _cli("publish", str(CLASSIC), "--fast", "--as", "cli-lost", "--resume", *server)
+    assert anyone.returncode == 2 and "token" in anyone.stderr  # the token-holder only
+    watcher = subprocess.Popen(
+        [str(KINGREC), "watch", "cli-lost", *server],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    told: queue.Queue[str] = queue.Queue()
+    assert watcher.stderr is not None
+    stderr = watcher.stderr
+
+    def read() -> None:
+        for line in stderr:
+            told.put(line)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        gone = told.get(timeout=30)  # the watch's first message: no publisher
+        waiting = re.search(r"the publisher is gone: .* abandoned in (\d+) s unless", gone)
+        assert waiting is not None and 0 < int(waiting.group(1)) <= 600, gone
+        resumed = _cli(
+            "publish", str(CLASSIC), "--fast", "--as", "cli-lost", "--resume", *token, *server
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        assert f"resuming match cli-lost after event {lost.events}: 40 of" in resumed.stdout
+        assert "published match cli-lost: 1272 events, finished" in resumed.stdout
+        stdout, _ = watcher.communicate(timeout=60)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.communicate()
+        reader.join(30)
+    assert watcher.returncode == 0
+    assert "the publisher is back" in told.get(timeout=1)
+    assert stdout.count("Deal 1 ") == 1 and "Match over: complete" in stdout
+    with grpc.insecure_channel(served.address) as channel:
+        events = [
+            e.seq
+            for r in KingrecServiceStub(channel).Watch(svc.WatchRequest(match_id="cli-lost"))
+            for e in r.events
+        ]
+    assert events == list(range(1, 1273))
 
 
 def test_the_commands_upload_and_query_against_the_server(served: Served) -> None:
