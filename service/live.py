@@ -154,6 +154,7 @@ class LiveMatch:
         self._flushed = -config.flush  # loop time of the last flush
         self._shown = 0  # events logged at the last flush
         self._pending: asyncio.TimerHandle | None = None  # the next flush, when one is due
+        self._woke = -config.flush  # loop time viewers were last woken for the publisher
         self.finished = False
         self.stored: asyncio.Future[svc.StoreVerdict | None] | None = None
         self.publisher: object | None = None
@@ -193,9 +194,28 @@ class LiveMatch:
 
     def set_publisher(self, publisher: object | None, abandon_at: float | None) -> None:
         """The publisher came (an object) or left (None: abandoned at ``abandon_at``, loop
-        time); viewers are told."""
+        time); viewers are told at once, or with the flush already due. It is no flush: the
+        first event after it still goes out at once, and events the flush holds stay held;
+        but viewers are woken for it at most once a flush, so a publisher that comes and goes
+        costs them no more messages than one that publishes."""
         self.publisher, self.abandon_at = publisher, abandon_at
         self.presence += 1
+        if self._pending is not None:
+            return  # told with the flush already due
+        now = self._loop.time()
+        if now >= self._woke + self._flush:
+            self._woke = now
+            self._wake()
+        else:
+            self._pending = self._loop.call_later(self._woke + self._flush - now, self._tell)
+
+    def _tell(self) -> None:
+        """Viewers are woken for the publisher: a flush if events came meanwhile."""
+        if len(self.events) > self._shown:
+            self._show()
+            return
+        self._pending = None
+        self._woke = self._loop.time()
         self._wake()
 
     def told(self) -> Presence:
@@ -409,8 +429,8 @@ class LiveMatch:
                     if cursor >= due:
                         break
             while True:
-                # what the last flush showed: a viewer woken for the publisher's coming or
-                # going gets the events published since at the next flush, with the others
+                # what the last flush showed: a viewer woken for the publisher between flushes
+                # gets the events published since with the next flush, as the others do
                 ready = self._due(0 if stopping.is_set() else delay)
                 due = min(ready, self._shown)
                 if cursor < due:
@@ -569,7 +589,7 @@ class Hub:
         if live.publisher is not publisher:
             return
         if live.finished or self.stopping.is_set():
-            live.set_publisher(None, None)
+            live.publisher = None  # nothing to tell viewers: the match ends, or has ended
             return
         loop = asyncio.get_running_loop()
         timeout = self.config.idle_timeout
