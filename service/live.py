@@ -524,9 +524,9 @@ class Hub:
             waiting = ""
             if existing.publisher is None and not existing.finished:
                 waiting = (
-                    ", waiting for its publisher: resume it (kingrec publish --resume), or end "
-                    f"it; it is abandoned in {existing.told().abandon_in_ms / 1000:.0f} s "
-                    "unless one comes"
+                    ", waiting for its publisher: resume it (a first message resume; kingrec "
+                    "publish --resume), or end it; it is abandoned in "
+                    f"{existing.told().abandon_in_ms / 1000:.0f} s unless one comes"
                 )
             raise MatchExistsError(
                 f"match {header.match_id} is already live on this server{waiting}"
