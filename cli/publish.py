@@ -168,6 +168,12 @@ def _resumed(
     help="Go on with the live match of that id (one whose publisher went away) from its "
     "last event: the messages the server took are not sent again.",
 )
+@click.option(
+    "--abandon",
+    is_flag=True,
+    help="Give up the live match of that id instead: it ends abandoned (and is stored) now, "
+    "not when the server tires of waiting for its publisher.",
+)
 @pace_options
 @server_options(token=True)
 def publish(
@@ -176,6 +182,7 @@ def publish(
     index: int | None,
     live_id: str | None,
     resume: bool,
+    abandon: bool,
     speed: float,
     delay: int | None,
     fast: bool,
@@ -189,17 +196,25 @@ def publish(
     once (--fast); viewers follow it with `kingrec watch`. The server checks every event
     with the rules engine and refuses what the rules do not allow, so a record with an
     illegal card stops there. A stream that breaks leaves the match open: --resume goes on
-    from where the server has it. For demos and tests.
+    from where the server has it, --abandon gives it up. For demos and tests.
     """
+    if resume and abandon:
+        raise click.UsageError("--resume and --abandon ask for opposite things; give one")
     match = pick_match(file, match_id, index)
     live_id = live_id or match.match_id
     stub = connect(server, tls_ca)
     pace, metadata = pace_of(speed, delay, fast), token_metadata(token)
     with rpc_errors(server):
-        if resume:
+        if abandon:
+            end = svc.LiveEnd(status=pb.MATCH_STATUS_ABANDONED, reason="given up by its publisher")
+            requests: Iterator[svc.PublishRequest] = iter(
+                [svc.PublishRequest(resume=live_id), svc.PublishRequest(end=end)]
+            )
+        elif resume:
             requests = _resumed(stub, match, pace, live_id, metadata)
         else:
             requests = live_requests(match, pace, live_id)
         response = stub.Publish(requests, metadata=metadata)
     state = "finished" if response.finished else "still open"
-    click.echo(f"published match {response.match_id}: {response.events} events, {state}")
+    done = "abandoned" if abandon else "published"
+    click.echo(f"{done} match {response.match_id}: {response.events} events, {state}")

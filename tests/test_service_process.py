@@ -197,6 +197,28 @@ def test_publish_resume_goes_on_where_a_lost_publisher_stopped_and_watch_says_it
     assert events == list(range(1, 1273))
 
 
+def test_publish_abandon_gives_up_a_match_left_without_its_publisher(served: Served) -> None:
+    server, token = ["--server", served.address], ["--token", TOKEN]
+    match = pick_match(str(CLASSIC), None, 1)
+    requests = list(live_requests(match, svc.Pace(), "cli-given-up"))
+    with grpc.insecure_channel(served.address) as channel:
+        stub = KingrecServiceStub(channel)
+        stub.Publish(iter(requests[:10]), metadata=(("authorization", f"Bearer {TOKEN}"),))
+        both = _cli("publish", str(CLASSIC), "--as", "cli-given-up", "--resume", "--abandon")
+        assert both.returncode == 2 and "opposite" in both.stderr
+        given_up = _cli("publish", str(CLASSIC), "--as", "cli-given-up", "--abandon", *token,
+                        *server)  # fmt: skip
+        assert given_up.returncode == 0, given_up.stderr
+        assert "abandoned match cli-given-up:" in given_up.stdout
+        assert "finished" in given_up.stdout
+        events = [e for r in stub.Watch(svc.WatchRequest(match_id="cli-given-up"))
+                  for e in r.events]  # fmt: skip
+        ended = events[-1].match_ended
+        assert ended.status == 2 and ended.reason == "given up by its publisher"  # ABANDONED
+        stored = stub.GetMatch(svc.GetMatchRequest(match_id="cli-given-up")).match
+        assert stored.status == 2 and len(stored.deals) == 1
+
+
 def test_the_commands_upload_and_query_against_the_server(served: Served) -> None:
     server = ["--server", served.address]
     invalid = str(SAMPLES / "invalid" / "must-follow-suit.krec")
