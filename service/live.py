@@ -70,8 +70,8 @@ from .errors import (
 from .events import Event, EventWriter, response
 
 __all__ = [
+    "Clock",
     "Hub",
-    "IdleTimer",
     "LiveConfig",
     "LiveMatch",
     "Presence",
@@ -87,9 +87,14 @@ class Cancellable(Protocol):
     def cancel(self) -> None: ...
 
 
-# Calls back after a delay (seconds), in the event loop: ``loop.call_later`` unless a test
-# injects its own clock.
-IdleTimer = Callable[[float, Callable[[], None]], Cancellable]
+class Clock(Protocol):
+    """When the hub's flushes and idle timeouts fall: the event loop itself (its ``time`` and
+    ``call_later``) unless a test injects a clock it moves by hand. Callbacks run in the loop.
+    (A viewer's broadcast delay is waited for in the loop's own time.)"""
+
+    def time(self) -> float: ...
+
+    def call_later(self, delay: float, callback: Callable[[], object], /) -> Cancellable: ...
 
 
 class Presence(NamedTuple):
@@ -112,7 +117,7 @@ class LiveConfig:
     idle_timeout: float = 600.0  # seconds a match may wait for a publisher, then abandoned
     retention: float = 600.0  # seconds a finished match stays watchable
     max_matches: int = 1000  # live and retained matches at once
-    idle_timer: IdleTimer | None = None  # None: the event loop's call_later (tests inject)
+    clock: Clock | None = None  # None: the event loop's (tests inject one they move by hand)
 
 
 def _errors(match: pb.Match) -> list[Finding]:
@@ -143,24 +148,24 @@ class LiveMatch:
         self._items = 0  # deal_events items of the deal in progress already written
         self._writer = EventWriter()
         self.events: list[Event] = []  # encoded once for every viewer
-        self.times: list[float] = []  # loop time of each event
-        self._loop = asyncio.get_running_loop()
-        self._changed = asyncio.Event()  # set (and replaced) when viewers are woken
+        self.times: list[float] = []  # clock time of each event
         config = config or LiveConfig(flush=0)
+        self._clock: Clock = config.clock or asyncio.get_running_loop()
+        self._changed = asyncio.Event()  # set (and replaced) when viewers are woken
         self._flush = config.flush
         # A flush comes early rather than let this many events wait (a viewer woken with more
         # than max_lag waiting would be told it fell behind).
         self._most = max(1, min(config.batch, config.max_lag // 2))
-        self._flushed = -config.flush  # loop time of the last flush
+        self._flushed = -config.flush  # clock time of the last flush
         self._shown = 0  # events logged at the last flush
-        self._pending: asyncio.TimerHandle | None = None  # the next flush, when one is due
-        self._woke = -config.flush  # loop time viewers were last woken for the publisher
+        self._pending: Cancellable | None = None  # the next flush, when one is due
+        self._woke = -config.flush  # clock time viewers were last woken for the publisher
         self.finished = False
         self.stored: asyncio.Future[svc.StoreVerdict | None] | None = None
         self.publisher: object | None = None
         self.viewers = 0
         self.idle: Cancellable | None = None
-        self.abandon_at: float | None = None  # loop time: no publisher, abandoned then
+        self.abandon_at: float | None = None  # clock time: no publisher, abandoned then
         self.presence = 0  # bumped whenever the publisher leaves or comes back
         self._log([self._writer.match_started(self.match, self.rules)])
 
@@ -171,7 +176,7 @@ class LiveMatch:
     def _log(self, events: list[Event]) -> None:
         if not events:
             return
-        now = self._loop.time()
+        now = self._clock.time()
         self.events += events
         self.times += [now] * len(events)
         if now >= self._flushed + self._flush or len(self.events) - self._shown >= self._most:
@@ -179,12 +184,12 @@ class LiveMatch:
                 self._pending.cancel()
             self._show()
         elif self._pending is None:  # else they go with the flush already due
-            self._pending = self._loop.call_later(self._flushed + self._flush - now, self._show)
+            self._pending = self._clock.call_later(self._flushed + self._flush - now, self._show)
 
     def _show(self) -> None:
         """Wake every viewer waiting for events, once for all the events logged since."""
         self._pending = None
-        self._flushed = self._loop.time()
+        self._flushed = self._clock.time()
         self._shown = len(self.events)
         self._wake()
 
@@ -193,7 +198,7 @@ class LiveMatch:
         changed.set()
 
     def set_publisher(self, publisher: object | None, abandon_at: float | None) -> None:
-        """The publisher came (an object) or left (None: abandoned at ``abandon_at``, loop
+        """The publisher came (an object) or left (None: abandoned at ``abandon_at``, clock
         time); viewers are told at once, or with the flush already due. It is no flush: the
         first event after it still goes out at once, and events the flush holds stay held;
         but viewers are woken for it at most once a flush, so a publisher that comes and goes
@@ -202,12 +207,12 @@ class LiveMatch:
         self.presence += 1
         if self._pending is not None:
             return  # told with the flush already due
-        now = self._loop.time()
+        now = self._clock.time()
         if now >= self._woke + self._flush:
             self._woke = now
             self._wake()
         else:
-            self._pending = self._loop.call_later(self._woke + self._flush - now, self._tell)
+            self._pending = self._clock.call_later(self._woke + self._flush - now, self._tell)
 
     def _tell(self) -> None:
         """Viewers are woken for the publisher: a flush if events came meanwhile."""
@@ -215,14 +220,14 @@ class LiveMatch:
             self._show()
             return
         self._pending = None
-        self._woke = self._loop.time()
+        self._woke = self._clock.time()
         self._wake()
 
     def told(self) -> Presence:
         """What viewers are told of the publisher now."""
         if self.publisher is not None:
             return Presence(svc.PUBLISHER_PUBLISHING)
-        left = 0 if self.abandon_at is None else self.abandon_at - self._loop.time()
+        left = 0 if self.abandon_at is None else self.abandon_at - self._clock.time()
         return Presence(svc.PUBLISHER_GONE, max(0, round(left * 1000)))
 
     # -- publishing ---------------------------------------------------------------------
@@ -384,7 +389,7 @@ class LiveMatch:
         """How many events are at least ``delay`` seconds old."""
         if delay <= 0:
             return len(self.events)
-        return bisect.bisect_right(self.times, self._loop.time() - delay)
+        return bisect.bisect_right(self.times, self._clock.time() - delay)
 
     async def follow(
         self,
@@ -460,7 +465,7 @@ class LiveMatch:
         an event.)"""
         changed = self._changed
         if due < len(self.events):
-            timeout = max(0.0, self.times[due] + delay - self._loop.time())
+            timeout = max(0.0, self.times[due] + delay - self._clock.time())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), timeout)
         else:
@@ -506,7 +511,6 @@ class Hub:
         self.matches: dict[str, LiveMatch] = {}
         self.stopping = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._timer = config.idle_timer
 
     def start(self, header: pb.Match, publisher: object) -> LiveMatch:
         """A new live match from its header (a Match without deals), claimed by
@@ -591,12 +595,11 @@ class Hub:
         if live.finished or self.stopping.is_set():
             live.publisher = None  # nothing to tell viewers: the match ends, or has ended
             return
-        loop = asyncio.get_running_loop()
+        clock = self.config.clock or asyncio.get_running_loop()
         timeout = self.config.idle_timeout
-        later = self._timer or loop.call_later
-        live.set_publisher(None, loop.time() + timeout)
+        live.set_publisher(None, clock.time() + timeout)
         gone = live.presence  # a publisher coming back changes it: this timer is then stale
-        live.idle = later(timeout, lambda: self._spawn_abandon(live, gone))
+        live.idle = clock.call_later(timeout, lambda: self._spawn_abandon(live, gone))
 
     def _spawn_abandon(self, live: LiveMatch, gone: int) -> None:
         task = asyncio.ensure_future(self._abandon_idle(live, gone))

@@ -632,71 +632,85 @@ def test_watching_as_one_seat_shows_its_hand_only(stub: KingrecServiceStub) -> N
 def test_events_published_within_the_flush_reach_a_viewer_together_and_a_lone_one_at_once() -> None:
     """A live match wakes its viewers at most every ``LiveConfig.flush`` seconds: the first
     event after a quiet spell goes out at once; what is published in the flush after it
-    travels together, one message per viewer, in order."""
-    flush = 1.0
+    travels together, one message per viewer, in order. The clock is the test's, so "at
+    once" and "a flush later" are exact: each message is stamped with the clock's time when
+    it arrives (a message held for the flush can only arrive once the test moves it on)."""
+    clock = ManualClock()
     deal = CLASSIC.deals[0]
     cards = [svc.PublishRequest(card=svc.LiveCard(card=c)) for c in deal.plays[:9]]
+    config = ServiceConfig(live=LiveConfig(flush=1.0, clock=clock))
     with (
-        running_server(ServiceConfig(live=LiveConfig(flush=flush))) as (_, port),
+        running_server(config) as (_, port),
         grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
     ):
         stub = KingrecServiceStub(channel)
         stub.Publish(iter([_start(CLASSIC, "live-flush")]))
-        came: list[tuple[float, list[int]]] = []
+        came: queue.Queue[tuple[float, list[int]]] = queue.Queue()
 
         def view() -> None:
             for response in stub.Watch(svc.WatchRequest(match_id="live-flush")):
                 if response.events or response.snapshot:  # not the publisher's comings
-                    came.append((time.monotonic(), [e.seq for e in response.events]))
+                    came.put((clock.time(), [e.seq for e in response.events]))
 
         viewer = threading.Thread(target=view)
         viewer.start()
-        time.sleep(flush + 0.2)  # a quiet spell
-        published = time.monotonic()
+        assert came.get(timeout=30) == (0.0, [1])  # the snapshot: match_started
+        clock.advance(2.0)  # a quiet spell
         resume = svc.PublishRequest(resume="live-flush")
         stub.Publish(iter([resume, _deal_start(deal), *cards[:8]]))
-        time.sleep(2 * flush + 0.2)  # the flush came; then a quiet spell again
+        assert came.get(timeout=30) == (2.0, [2, 3])  # deal_started, contract_chosen: at once
+        clock.advance(1.0)  # the flush: 8 cards, 2 tricks won, together
+        assert came.get(timeout=30) == (3.0, list(range(4, 14)))
+        clock.advance(2.0)  # a quiet spell again
         stub.Publish(iter([resume, cards[8]]))
-        time.sleep(0.5)
+        assert came.get(timeout=30) == (5.0, [14])  # the ninth card: at once, alone
         stub.Publish(iter([resume, svc.PublishRequest(end=svc.LiveEnd())]))
-        viewer.join(10)
-    snapshot, start, cards_and_tricks, lone, end = came
-    assert snapshot[1] == [1]  # match_started
-    assert start[1] == [2, 3]  # deal_started, contract_chosen: at once
-    assert start[0] - published < flush
-    assert cards_and_tricks[1] == list(range(4, 14))  # 8 cards, 2 tricks won: together
-    assert cards_and_tricks[0] - start[0] >= flush * 0.9
-    assert lone[1] == [14]  # the ninth card, after a quiet spell: alone
-    assert end[1] == [15, 16]  # the deal and the match ended, within the flush: together
-    assert end[0] - lone[0] >= flush * 0.9
+        clock.advance(1.0)  # the deal and the match ended within the flush: together
+        assert came.get(timeout=30) == (6.0, [15, 16])
+        viewer.join(30)
+    assert came.empty()
 
 
 # -- a publisher that goes away ------------------------------------------------------------------
 
 
-class ManualTimer:
-    """The hub's idle timer, fired by the test instead of the clock (``LiveConfig.idle_timer``)."""
+class ManualClock:
+    """The hub's clock (``LiveConfig.clock``), moved by the test: flushes and idle timeouts
+    fall when the test says, not when the machine gets round to them."""
 
     def __init__(self) -> None:
+        self.now = 0.0
         self.scheduled = threading.Event()  # set whenever the hub schedules a call
-        self._calls: list[tuple[asyncio.AbstractEventLoop, Callable[[], None], ManualHandle]] = []
+        self._calls: list[
+            tuple[float, asyncio.AbstractEventLoop, Callable[[], object], Handle]
+        ] = []
+        self._lock = threading.Lock()
 
-    def __call__(self, delay: float, callback: Callable[[], None]) -> ManualHandle:
-        handle = ManualHandle()
-        self._calls.append((asyncio.get_running_loop(), callback, handle))
+    def time(self) -> float:
+        return self.now
+
+    def call_later(self, delay: float, callback: Callable[[], object], /) -> Handle:
+        handle = Handle()
+        with self._lock:
+            self._calls.append((self.now + delay, asyncio.get_running_loop(), callback, handle))
         self.scheduled.set()
         return handle
 
-    def fire(self) -> int:
-        """Run every call not cancelled (in the server's loop); how many."""
-        due = [(loop, cb) for loop, cb, handle in self._calls if not handle.cancelled]
-        self._calls.clear()
-        for loop, callback in due:
-            loop.call_soon_threadsafe(callback)
-        return len(due)
+    def advance(self, seconds: float) -> int:
+        """Move on; the calls that fall due run (in the server's loop). How many."""
+        with self._lock:
+            self.now += seconds
+            due = [c for c in self._calls if c[0] <= self.now]
+            self._calls = [c for c in self._calls if c[0] > self.now]
+        ran = 0
+        for _, loop, callback, handle in sorted(due, key=lambda c: c[0]):
+            if not handle.cancelled:
+                loop.call_soon_threadsafe(callback)
+                ran += 1
+        return ran
 
 
-class ManualHandle:
+class Handle:
     def __init__(self) -> None:
         self.cancelled = False
 
@@ -808,9 +822,9 @@ def test_resume_from_goes_only_with_a_resume() -> None:
 
 
 def test_a_match_without_a_publisher_is_abandoned_when_its_idle_time_is_up() -> None:
-    """The idle timer is the test's: it fires when the test says, not after 600 s."""
-    timer = ManualTimer()
-    config = ServiceConfig(live=LiveConfig(idle_timer=timer))
+    """The clock is the test's: the match waits 600 s of it, not of the machine's."""
+    clock = ManualClock()
+    config = ServiceConfig(live=LiveConfig(clock=clock))
     requests = list(live_requests(CLASSIC, FAST, "live-idle"))
     with (
         running_server(config) as (server, port),
@@ -818,21 +832,30 @@ def test_a_match_without_a_publisher_is_abandoned_when_its_idle_time_is_up() -> 
     ):
         stub = KingrecServiceStub(channel)
         stub.Publish(iter(requests[:3]))  # start, deal 1, a card; then the publisher vanishes
-        assert timer.scheduled.wait(30)
         viewer = Viewer(stub, "live-idle")
         told = viewer.next()
         assert told is not None and told.publisher == svc.PUBLISHER_GONE
-        assert 599_000 < told.abandon_in_ms <= 600_000
+        assert told.abandon_in_ms == 600_000
         again = _error(lambda: stub.Publish(iter(requests[:1])))
         assert _code(again) == grpc.StatusCode.ALREADY_EXISTS
         assert "waiting for its publisher" in _details(again)
         assert "kingrec publish --resume" in _details(again)
-        # a publisher that came back and went again: the first timer is stale
-        timer.scheduled.clear()
+        clock.advance(599)
+        # a publisher that came back and went again: the first timeout is off, a new one on
         stub.Publish(iter([svc.PublishRequest(resume="live-idle", resume_from=4)]))
-        assert timer.scheduled.wait(30)
-        assert timer.fire() == 1  # the first was cancelled when the publisher came back
+        clock.advance(1)  # 600 s after it first went: nothing happens (and a flush falls)
+        back_and_gone = viewer.until(svc.PUBLISHER_GONE)  # told with that flush
+        assert back_and_gone.abandon_in_ms == 599_000
+        listed = stub.ListMatches(svc.ListMatchesRequest(live=True)).matches
+        assert [m.status for m in listed] == [pb.MATCH_STATUS_IN_PROGRESS]
+        clock.advance(599)  # 600 s after it went again: abandoned
         ended: list[svc.MatchEvent] = []
+        while not ended:  # the deal in progress ends at once; the match_ended after it
+            message = viewer.next()
+            assert message is not None
+            ended += message.events
+        assert [e.WhichOneof("event") for e in ended] == ["deal_ended"]
+        clock.advance(1)  # within the flush after it
         while (message := viewer.next()) is not None:
             ended += message.events
         assert ended[-1].match_ended.status == pb.MATCH_STATUS_ABANDONED
