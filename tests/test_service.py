@@ -680,7 +680,6 @@ class ManualClock:
 
     def __init__(self) -> None:
         self.now = 0.0
-        self.scheduled = threading.Event()  # set whenever the hub schedules a call
         self._calls: list[
             tuple[float, asyncio.AbstractEventLoop, Callable[[], object], Handle]
         ] = []
@@ -693,21 +692,18 @@ class ManualClock:
         handle = Handle()
         with self._lock:
             self._calls.append((self.now + delay, asyncio.get_running_loop(), callback, handle))
-        self.scheduled.set()
         return handle
 
-    def advance(self, seconds: float) -> int:
-        """Move on; the calls that fall due run (in the server's loop). How many."""
+    def advance(self, seconds: float) -> None:
+        """Move on; the calls that fall due and were not cancelled run, in the server's loop,
+        in the order they fall."""
         with self._lock:
             self.now += seconds
             due = [c for c in self._calls if c[0] <= self.now]
             self._calls = [c for c in self._calls if c[0] > self.now]
-        ran = 0
         for _, loop, callback, handle in sorted(due, key=lambda c: c[0]):
             if not handle.cancelled:
                 loop.call_soon_threadsafe(callback)
-                ran += 1
-        return ran
 
 
 class Handle:
