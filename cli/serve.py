@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -13,12 +14,33 @@ from kingrec.store.db import default_path
 from kingrec_service import ServiceConfig
 from kingrec_service import serve as run_server
 from kingrec_service.live import LiveConfig
+from kingrec_service.server import token_problem
 from kingrec_service.storage import QueryLimits
 
 from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_OK, EXIT_UNREADABLE, user_errors
 from .helptext import Command, epilog
 from .http_address import http_address, http_url
 from .store_option import store_option
+
+TOKEN_VARIABLE = "KINGREC_TOKEN"
+
+
+def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--token as given (None: not given, nor $KINGREC_TOKEN); a usage error when empty or
+    unsendable, never a silent server without authentication."""
+    if value is None and os.environ.get(TOKEN_VARIABLE) == "":
+        # click reads an empty variable as unset; here that would turn authentication off
+        raise click.BadParameter(
+            f"${TOKEN_VARIABLE} is set but empty, which would let anyone Upload and Publish: "
+            f"give it a token, or unset it to run without one",
+            ctx=ctx,
+            param=param,
+        )
+    if value is not None:
+        problem = token_problem(value)
+        if problem is not None:
+            raise click.BadParameter(problem, ctx=ctx, param=param)
+    return value
 
 
 @click.command(
@@ -53,10 +75,12 @@ from .store_option import store_option
 )
 @click.option(
     "--token",
-    envvar="KINGREC_TOKEN",
+    envvar=TOKEN_VARIABLE,
     metavar="TOKEN",
+    callback=_token,
     help="Require this token (metadata 'authorization: Bearer TOKEN') on Upload and Publish "
-    "(default: $KINGREC_TOKEN; none: anyone may).",
+    "(default: $KINGREC_TOKEN; visible ASCII, never empty). Without one, anyone who can "
+    "reach the port may Upload and Publish, and the startup line says so.",
 )
 @click.option(
     "--tls-cert",
@@ -145,7 +169,7 @@ def serve(
         config = ServiceConfig(
             host=host,
             port=port,
-            token=token or None,
+            token=token,
             tls_cert=Path(tls_cert).read_bytes() if tls_cert else None,
             tls_key=Path(tls_key).read_bytes() if tls_key else None,
             db=db or default_path(),
@@ -159,8 +183,10 @@ def serve(
 
         def ready(bound: int, http_bound: int | None) -> None:
             notes = ["TLS" if tls_cert else "plaintext", f"store {config.db}"]
-            if token:
+            if token is not None:
                 notes.append("Upload and Publish need the token")
+            else:
+                notes.append("no token: anyone can Upload and Publish")
             click.echo(f"kingrec: serving on {host}:{bound} ({', '.join(notes)})")
             if http_bound is not None and http_host is not None:
                 click.echo(f"kingrec: web viewer on {http_url(http_host, http_bound)}")

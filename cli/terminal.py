@@ -23,7 +23,7 @@ import errno
 import io
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any, BinaryIO, cast
 
@@ -98,12 +98,13 @@ class Terminal:
         """One report (rich markup, or a renderable) on standard output."""
         self.out.print(markup)
 
-    def json(self, obj: object) -> None:
-        """One JSON line on standard output: raw characters where the stream can encode them,
-        ``\\u`` escapes where it cannot; never a raw line separator (``json_line``)."""
-        line = json_line(obj)
+    def json(self, obj: Any, render: Callable[..., str] = json_line) -> None:
+        """One JSON line on standard output, as ``render`` writes ``obj`` (``json_line``, or
+        ``report_line`` for a report): raw characters where the stream can encode them,
+        ``\\u`` escapes where it cannot; never a raw line separator."""
+        line = render(obj)
         if not line.isascii() and not can_encode(self.stdout, line):
-            line = json_line(obj, ascii_only=True)
+            line = render(obj, ascii_only=True)
         console = self.out
         if console is self._out:
             self.stdout.write(line + "\n")

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from kingrec.findings import CleanMatches, MatchReport, Severity
+from kingrec.jsonl import report_line
 from kingrec.paths import PathProblem, record_paths
 from kingrec.records import Damage, RecordFile, open_records
 from kingrec.validation import validate_records
@@ -19,7 +20,6 @@ from kingrec.verdicts import (
     damage_object,
     error_object,
     listed,
-    match_object,
     summary_object,
 )
 
@@ -164,7 +164,7 @@ def _emit(
     if not listed(report, choices.show_all, choices.quiet):
         return
     if choices.as_json:
-        term.json(match_object(report))
+        term.json(report, report_line)
         return
     verdict = "[green]valid[/]" if report.valid else "[bold red]INVALID[/]"
     term.report(

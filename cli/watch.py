@@ -145,7 +145,8 @@ def watch(match_id: str, delay: int, seat: int | None, server: str, tls_ca: str 
 
     On a terminal the table updates in place; otherwise every card and trick is printed as
     it comes. A lost connection, or falling too far behind, is resumed where it stopped,
-    without gaps or repeats.
+    without gaps or repeats. When the publisher goes away (and when it comes back) a line on
+    standard error says so, with how long the server still waits for it.
     """
     console = stdout_console()
     stub = connect(server, tls_ca)
@@ -159,6 +160,17 @@ def watch(match_id: str, delay: int, seat: int | None, server: str, tls_ca: str 
             _follow(stub, match_id, delay, seat, board, printer, None)
 
 
+def _presence(response: svc.WatchResponse) -> str:
+    """What a viewer is told when the publisher goes or comes back."""
+    if response.publisher == svc.PUBLISHER_GONE:
+        wait = round(response.abandon_in_ms / 1000)
+        return (
+            f"the publisher is gone: the match waits for it to resume, and ends abandoned in "
+            f"{wait} s unless it does"
+        )
+    return "the publisher is back: the match goes on"
+
+
 def _follow(
     stub: Any,
     match_id: str,
@@ -169,6 +181,7 @@ def _follow(
     live: Live | None,
 ) -> None:
     failures = 0
+    publisher = svc.PUBLISHER_PUBLISHING  # what was last said of it
     while True:
         request = svc.WatchRequest(match_id=match_id, resume_from=printer.last, delay_ms=delay)
         if seat is not None:
@@ -182,6 +195,14 @@ def _follow(
                         printer.show(event)
                     else:
                         printer.last = event.seq
+                said = response.publisher
+                if said != svc.PUBLISHER_UNSPECIFIED and said != publisher:
+                    publisher = said
+                    note = _presence(response)
+                    Console(stderr=True, highlight=False, soft_wrap=True).print(
+                        f"[yellow]{note}[/]"
+                    )
+                    board.note = note
                 if live is not None:
                     live.update(board.table(), refresh=True)
             return

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .findings import CleanMatches, MatchReport, Severity
+from .jsonl.write import report_object
 from .records import Damage
 
 __all__ = ["Tally", "damage_object", "error_object", "listed", "match_object", "summary_object"]
@@ -55,7 +56,7 @@ def listed(report: MatchReport, show_all: bool, quiet: bool = False) -> bool:
 
 
 def match_object(report: MatchReport) -> dict[str, Any]:
-    return {"type": "match", **report.to_dict()}
+    return report_object(report)
 
 
 def damage_object(item: Damage) -> dict[str, Any]:

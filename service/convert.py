@@ -5,10 +5,10 @@ The report's JSON text is the very line ``kingrec validate --json`` prints for i
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kingrec.findings import Finding, Location, MatchReport, Severity
+from kingrec.jsonl import report_line
 from kingrec.store.ingest import DUPLICATE, REJECTED, STORED, STORED_INVALID, RecordVerdict
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
@@ -69,8 +69,9 @@ def report_to_proto(report: MatchReport) -> svc.Report:
 
 
 def report_json(report: MatchReport) -> str:
-    """The line ``kingrec validate --json --all`` prints for ``report`` (no newline)."""
-    return json.dumps({"type": "match", **report.to_dict()}, ensure_ascii=False)
+    """The line ``kingrec validate --json --all`` prints for ``report`` (no newline), byte for
+    byte: both are ``kingrec.jsonl.report_line``."""
+    return report_line(report)
 
 
 _STORE_STATUS = {

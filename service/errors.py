@@ -46,6 +46,7 @@ __all__ = [
     "OutOfOrderError",
     "PublisherBusyError",
     "RefusedError",
+    "ResumeMismatchError",
     "ShuttingDownError",
     "TooManyMatchesError",
     "UnauthenticatedError",
@@ -102,6 +103,15 @@ class OutOfOrderError(KingrecError):
     """A live event that cannot come now: a card before any deal, a deal before the last ended."""
 
     code = "OUT_OF_ORDER"
+
+
+class ResumeMismatchError(OutOfOrderError):
+    """A publisher resumed a live match from an event that is not its last;
+    ``resume_from`` is the last."""
+
+    def __init__(self, message: str, resume_from: int) -> None:
+        super().__init__(message)
+        self.resume_from = resume_from
 
 
 class MatchNotFoundError(KingrecError):

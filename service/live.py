@@ -25,7 +25,12 @@ costs the server about the same whatever it holds.
 
 The ``Hub`` keeps the live matches by id, gives each one publisher at a time, abandons a match
 left without a publisher for ``idle_timeout`` seconds, and hands every finished match to one
-call, ``store_finished`` (the store, when there is one).
+call, ``store_finished`` (the store, when there is one). Its viewers are told when the publisher
+leaves or comes back (``Presence``: a message without events when nothing else is due), with
+how long the match still waits. A publisher resumes from the match's last event
+(``Hub.resume``: a publisher that names another event is told the right one, and nothing is
+claimed), so none sends a card twice or skips one; ``published_events`` tells it which of its
+messages made that event.
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 from kingrec._engine_types import END_INCOMPLETE
 from kingrec.boundary import end_to_proto, engine_trump, ruleset_from_proto
@@ -58,14 +64,45 @@ from .errors import (
     OutOfOrderError,
     PublisherBusyError,
     RefusedError,
+    ResumeMismatchError,
     TooManyMatchesError,
 )
 from .events import Event, EventWriter, response
 
-__all__ = ["Hub", "LiveConfig", "LiveMatch", "StoreFinished"]
+__all__ = [
+    "Clock",
+    "Hub",
+    "LiveConfig",
+    "LiveMatch",
+    "Presence",
+    "StoreFinished",
+    "published_events",
+]
 
 # The one call that stores a finished live match (None: there is no store).
 StoreFinished = Callable[[pb.Match], Awaitable[svc.StoreVerdict | None]]
+
+
+class Cancellable(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Clock(Protocol):
+    """When the hub's flushes and idle timeouts fall: the event loop itself (its ``time`` and
+    ``call_later``) unless a test injects a clock it moves by hand. Callbacks run in the loop.
+    (A viewer's broadcast delay is waited for in the loop's own time.)"""
+
+    def time(self) -> float: ...
+
+    def call_later(self, delay: float, callback: Callable[[], object], /) -> Cancellable: ...
+
+
+class Presence(NamedTuple):
+    """What a viewer is told of the publisher: whether one is there, and when not, how long
+    (milliseconds) the match still waits for one."""
+
+    publisher: svc.Publisher.ValueType
+    abandon_in_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,6 +117,7 @@ class LiveConfig:
     idle_timeout: float = 600.0  # seconds a match may wait for a publisher, then abandoned
     retention: float = 600.0  # seconds a finished match stays watchable
     max_matches: int = 1000  # live and retained matches at once
+    clock: Clock | None = None  # None: the event loop's (tests inject one they move by hand)
 
 
 def _errors(match: pb.Match) -> list[Finding]:
@@ -110,22 +148,25 @@ class LiveMatch:
         self._items = 0  # deal_events items of the deal in progress already written
         self._writer = EventWriter()
         self.events: list[Event] = []  # encoded once for every viewer
-        self.times: list[float] = []  # loop time of each event
-        self._loop = asyncio.get_running_loop()
-        self._changed = asyncio.Event()  # set (and replaced) when viewers are woken
+        self.times: list[float] = []  # clock time of each event
         config = config or LiveConfig(flush=0)
+        self._clock: Clock = config.clock or asyncio.get_running_loop()
+        self._changed = asyncio.Event()  # set (and replaced) when viewers are woken
         self._flush = config.flush
         # A flush comes early rather than let this many events wait (a viewer woken with more
         # than max_lag waiting would be told it fell behind).
         self._most = max(1, min(config.batch, config.max_lag // 2))
-        self._flushed = -config.flush  # loop time of the last flush
+        self._flushed = -config.flush  # clock time of the last flush
         self._shown = 0  # events logged at the last flush
-        self._pending: asyncio.TimerHandle | None = None  # the next flush, when one is due
+        self._pending: Cancellable | None = None  # the next flush, when one is due
+        self._woke = -config.flush  # clock time viewers were last woken for the publisher
         self.finished = False
         self.stored: asyncio.Future[svc.StoreVerdict | None] | None = None
         self.publisher: object | None = None
         self.viewers = 0
-        self.idle: asyncio.TimerHandle | None = None
+        self.idle: Cancellable | None = None
+        self.abandon_at: float | None = None  # clock time: no publisher, abandoned then
+        self.presence = 0  # bumped whenever the publisher leaves or comes back
         self._log([self._writer.match_started(self.match, self.rules)])
 
     @property
@@ -135,7 +176,7 @@ class LiveMatch:
     def _log(self, events: list[Event]) -> None:
         if not events:
             return
-        now = self._loop.time()
+        now = self._clock.time()
         self.events += events
         self.times += [now] * len(events)
         if now >= self._flushed + self._flush or len(self.events) - self._shown >= self._most:
@@ -143,15 +184,51 @@ class LiveMatch:
                 self._pending.cancel()
             self._show()
         elif self._pending is None:  # else they go with the flush already due
-            self._pending = self._loop.call_later(self._flushed + self._flush - now, self._show)
+            self._pending = self._clock.call_later(self._flushed + self._flush - now, self._show)
 
     def _show(self) -> None:
         """Wake every viewer waiting for events, once for all the events logged since."""
         self._pending = None
-        self._flushed = self._loop.time()
+        self._flushed = self._clock.time()
         self._shown = len(self.events)
+        self._wake()
+
+    def _wake(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
+
+    def set_publisher(self, publisher: object | None, abandon_at: float | None) -> None:
+        """The publisher came (an object) or left (None: abandoned at ``abandon_at``, clock
+        time); viewers are told at once, or with the flush already due. It is no flush: the
+        first event after it still goes out at once, and events the flush holds stay held;
+        but viewers are woken for it at most once a flush, so a publisher that comes and goes
+        costs them no more messages than one that publishes."""
+        self.publisher, self.abandon_at = publisher, abandon_at
+        self.presence += 1
+        if self._pending is not None:
+            return  # told with the flush already due
+        now = self._clock.time()
+        if now >= self._woke + self._flush:
+            self._woke = now
+            self._wake()
+        else:
+            self._pending = self._clock.call_later(self._woke + self._flush - now, self._tell)
+
+    def _tell(self) -> None:
+        """Viewers are woken for the publisher: a flush if events came meanwhile."""
+        if len(self.events) > self._shown:
+            self._show()
+            return
+        self._pending = None
+        self._woke = self._clock.time()
+        self._wake()
+
+    def told(self) -> Presence:
+        """What viewers are told of the publisher now."""
+        if self.publisher is not None:
+            return Presence(svc.PUBLISHER_PUBLISHING)
+        left = 0 if self.abandon_at is None else self.abandon_at - self._clock.time()
+        return Presence(svc.PUBLISHER_GONE, max(0, round(left * 1000)))
 
     # -- publishing ---------------------------------------------------------------------
 
@@ -312,7 +389,7 @@ class LiveMatch:
         """How many events are at least ``delay`` seconds old."""
         if delay <= 0:
             return len(self.events)
-        return bisect.bisect_right(self.times, self._loop.time() - delay)
+        return bisect.bisect_right(self.times, self._clock.time() - delay)
 
     def follow(
         self,
@@ -320,10 +397,13 @@ class LiveMatch:
         delay: float,
         config: LiveConfig,
         stopping: asyncio.Event,
-    ) -> AsyncGenerator[tuple[int, int, bool]]:
+    ) -> AsyncGenerator[tuple[int, int, bool, Presence | None]]:
         """The events after the first ``after`` (0: a snapshot of all so far first), in
         batches, each ``delay`` seconds after it happened, until the match ends: ``(start,
-        end, is_snapshot)``, the batch being ``events[start:end]`` (see ``encoded``).
+        end, is_snapshot, presence)``, the batch being ``events[start:end]`` (see
+        ``encoded``) and ``presence`` what to tell of the publisher (None: nothing new). The
+        first batch tells it, and so does the first after it changed: a batch without events
+        when none is due.
 
         A ``resume_from`` past the last event is refused at once (``BadRequestError``), so a
         viewer is told before anything is sent. The batches raise ``FellBehindError`` when
@@ -339,6 +419,15 @@ class LiveMatch:
         self, after: int, delay: float, config: LiveConfig, stopping: asyncio.Event
     ) -> AsyncGenerator[tuple[int, int, bool]]:
         self.viewers += 1
+        told = -1  # the presence last told to this viewer
+
+        def news() -> Presence | None:
+            nonlocal told
+            if told == self.presence or self.finished:
+                return None
+            told = self.presence
+            return self.told()
+
         try:
             live_from = len(self.events)  # events from here on were published while watching
             cursor = after
@@ -346,12 +435,15 @@ class LiveMatch:
                 due = self._due(delay)
                 while True:
                     end = min(due, cursor + config.batch)
-                    yield cursor, end, True
+                    yield cursor, end, True, news()
                     cursor = end
                     if cursor >= due:
                         break
             while True:
-                due = self._due(0 if stopping.is_set() else delay)
+                # what the last flush showed: a viewer woken for the publisher between flushes
+                # gets the events published since with the next flush, as the others do
+                ready = self._due(0 if stopping.is_set() else delay)
+                due = min(ready, self._shown)
                 if cursor < due:
                     if due - max(cursor, live_from) > config.max_lag:
                         raise FellBehindError(
@@ -360,30 +452,43 @@ class LiveMatch:
                             cursor,
                         )
                     end = min(due, cursor + config.batch)
-                    yield cursor, end, False
+                    yield cursor, end, False, news()
                     cursor = end
                     continue
                 if self.finished and cursor == len(self.events):
                     return
-                await self._wait(due, delay)
+                presence = news()
+                if presence is not None:  # nothing due, but the publisher came or went
+                    yield cursor, cursor, False, presence
+                    continue
+                await self._wait(ready, delay)
         finally:
             self.viewers -= 1
 
     async def _wait(self, due: int, delay: float) -> None:
-        """Until an event is added or the next one falls due. (A stopping server ends every
-        match, which adds an event.)"""
+        """Until viewers are woken (a flush, the publisher came or went) or the next event
+        falls due (``due`` are, by the delay). (A stopping server ends every match, which adds
+        an event.)"""
         changed = self._changed
         if due < len(self.events):
-            timeout = max(0.0, self.times[due] + delay - self._loop.time())
+            timeout = max(0.0, self.times[due] + delay - self._clock.time())
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), timeout)
         else:
             await changed.wait()
 
-    def encoded(self, start: int, end: int, seat: int | None, snapshot: bool) -> bytes:
+    def encoded(
+        self, start: int, end: int, seat: int | None, snapshot: bool, presence: Presence | None
+    ) -> bytes:
         """The WatchResponse holding ``events[start:end]`` (as ``seat`` sees them), encoded."""
         body = response(self.events[start:end], seat)
-        return body + b"\x10\x01" if snapshot else body  # field 2, snapshot = true
+        if snapshot:
+            body += b"\x10\x01"  # field 2, snapshot = true
+        if presence is not None:  # fields 3 and 4, rare: through the message
+            body += svc.WatchResponse(
+                publisher=presence.publisher, abandon_in_ms=presence.abandon_in_ms
+            ).SerializeToString()
+        return body
 
     def summary(self) -> svc.MatchSummary:
         return svc.MatchSummary(
@@ -424,8 +529,18 @@ class Hub:
             )
         if header.status not in (pb.MATCH_STATUS_UNSPECIFIED, pb.MATCH_STATUS_IN_PROGRESS):
             raise BadRequestError("a live match starts IN_PROGRESS (or with no status)")
-        if header.match_id in self.matches:
-            raise MatchExistsError(f"match {header.match_id} is already live on this server")
+        existing = self.matches.get(header.match_id)
+        if existing is not None:
+            waiting = ""
+            if existing.publisher is None and not existing.finished:
+                waiting = (
+                    ", waiting for its publisher: resume it (a first message resume; kingrec "
+                    "publish --resume), or end it; it is abandoned in "
+                    f"{existing.told().abandon_in_ms / 1000:.0f} s unless one comes"
+                )
+            raise MatchExistsError(
+                f"match {header.match_id} is already live on this server{waiting}"
+            )
         if len(self.matches) >= self.config.max_matches:
             raise TooManyMatchesError(
                 f"this server holds {self.config.max_matches} live matches already"
@@ -458,28 +573,48 @@ class Hub:
             raise OutOfOrderError(f"match {live.match_id} is over")
         if live.publisher is not None:
             raise PublisherBusyError(f"another stream is publishing match {live.match_id}")
-        live.publisher = publisher
         if live.idle is not None:
             live.idle.cancel()
             live.idle = None
+        live.set_publisher(publisher, None)
+
+    def resume(self, match_id: str, publisher: object, resume_from: int | None) -> LiveMatch:
+        """``publisher`` goes on with a live match from its last event, which it names as
+        ``resume_from`` (None: unchecked); refused, with the right one, when it is not."""
+        live = self.get(match_id)
+        if live.finished:
+            raise OutOfOrderError(f"match {match_id} is over")
+        last = len(live.events)
+        if resume_from is not None and resume_from != last:
+            raise ResumeMismatchError(
+                f"match {match_id}'s last event is {last}, not {resume_from}: resume from "
+                f"{last}, with the message that follows it",
+                last,
+            )
+        self.claim(live, publisher)
+        return live
 
     def release(self, live: LiveMatch, publisher: object) -> None:
         """``publisher`` is done; an unfinished match waits ``idle_timeout`` for another."""
         if live.publisher is not publisher:
             return
-        live.publisher = None
-        if not live.finished and not self.stopping.is_set():
-            live.idle = asyncio.get_running_loop().call_later(
-                self.config.idle_timeout, self._spawn_abandon, live
-            )
+        if live.finished or self.stopping.is_set():
+            live.publisher = None  # nothing to tell viewers: the match ends, or has ended
+            return
+        clock = self.config.clock or asyncio.get_running_loop()
+        timeout = self.config.idle_timeout
+        live.set_publisher(None, clock.time() + timeout)
+        gone = live.presence  # a publisher coming back changes it: this timer is then stale
+        live.idle = clock.call_later(timeout, lambda: self._spawn_abandon(live, gone))
 
-    def _spawn_abandon(self, live: LiveMatch) -> None:
-        task = asyncio.ensure_future(self._abandon_idle(live))
+    def _spawn_abandon(self, live: LiveMatch, gone: int) -> None:
+        task = asyncio.ensure_future(self._abandon_idle(live, gone))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _abandon_idle(self, live: LiveMatch) -> None:
-        if live.publisher is None and not live.finished:
+    async def _abandon_idle(self, live: LiveMatch, gone: int) -> None:
+        if live.presence == gone and live.publisher is None and not live.finished:
+            live.idle = None
             live.abandon(f"no publisher for {self.config.idle_timeout:g} s")
             await self.finish(live)
 
@@ -509,3 +644,31 @@ class Hub:
                 await self.finish(live)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def published_events(requests: Iterable[svc.PublishRequest]) -> list[int]:
+    """The match's last event after each message of a Publish stream that begins with
+    ``start``, as a server numbers them (its own ``LiveMatch``): which of a publisher's
+    messages made event N, for a publisher that resumes. Raises what the server would refuse."""
+
+    async def number() -> list[int]:
+        live: LiveMatch | None = None
+        counts: list[int] = []
+        for request in requests:
+            kind = request.WhichOneof("event")
+            if live is None:
+                if kind != "start":
+                    raise BadRequestError("the stream to number must begin with start")
+                live = LiveMatch(request.start, LiveConfig(flush=0))
+            elif kind == "deal":
+                live.add_deal(request.deal)
+            elif kind == "card":
+                live.play_card(request.card)
+            elif kind == "end":
+                live.end(request.end)
+            else:
+                raise BadRequestError(f"{kind} comes only as the first message of a stream")
+            counts.append(len(live.events))
+        return counts
+
+    return asyncio.run(number())

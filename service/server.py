@@ -60,6 +60,7 @@ __all__ = [
     "create_server",
     "running_server",
     "serve",
+    "token_problem",
 ]
 
 SERVICE_NAME: str = svc.DESCRIPTOR.services_by_name["KingrecService"].full_name
@@ -69,6 +70,24 @@ MAX_RESPONSE_BYTES = 4 << 20
 
 # The methods that need the token, when the server has one.
 GUARDED = frozenset(f"/{SERVICE_NAME}/{name}" for name in ("Upload", "Publish"))
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` cannot be the server's token, or None. An empty one would mean no
+    authentication at all, silently; a space or a character outside visible ASCII cannot
+    travel in an ``authorization`` metadata value, so no client could ever send it."""
+    if not token:
+        return (
+            "the token is empty, which would let anyone Upload and Publish: give a token, or "
+            "leave --token and $KINGREC_TOKEN unset to run without one"
+        )
+    odd = next((c for c in token if not "!" <= c <= "~"), None)
+    if odd is not None:
+        return (
+            f"the token holds {odd!r}: a token is visible ASCII without spaces (it travels in "
+            "the metadata 'authorization: Bearer TOKEN')"
+        )
+    return None
 
 
 class ServerError(KingrecError):
@@ -81,7 +100,7 @@ class ServerError(KingrecError):
 class ServiceConfig:
     host: str = "127.0.0.1"
     port: int = 0  # 0: any free port (create_server returns the one bound)
-    token: str | None = None  # Upload and Publish need it, when set
+    token: str | None = None  # Upload and Publish need it, when set (never "": see token_problem)
     tls_cert: bytes | None = None  # PEM certificate chain; TLS when given with the key
     tls_key: bytes | None = None  # PEM private key
     db: str | None = None  # the store's DuckDB file (None: no store; the store RPCs refuse)
@@ -147,8 +166,12 @@ def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
     """The server for ``config``, bound but not started, and the port it is bound to."""
     if (config.tls_cert is None) != (config.tls_key is None):
         raise ServerError("TLS needs both a certificate and its key")
+    if config.token is not None:
+        problem = token_problem(config.token)
+        if problem is not None:
+            raise ServerError(problem)
     interceptors: list[grpc.aio.ServerInterceptor] = [ErrorInterceptor()]
-    if config.token:
+    if config.token is not None:
         interceptors.append(TokenInterceptor(config.token, GUARDED))
     server = grpc.aio.server(
         interceptors=interceptors,

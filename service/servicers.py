@@ -85,10 +85,21 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         hub = self.hub
         publisher = object()
         live: LiveMatch | None = None
+        accepted = 0  # the match's last event once this stream's last message was taken
         try:
             async with aclosing(_until(request_iterator, hub.stopping)) as requests:
                 async for request in requests:
                     live = self._publish(request, live, publisher)
+                    accepted = len(live.events)
+        except ShuttingDownError:
+            if live is None:
+                raise
+            # The stop abandons the match after this; the publisher learns what was taken.
+            raise ShuttingDownError(
+                f"the server is shutting down: match {live.match_id} ends abandoned "
+                f"after event {accepted}, the last this stream's messages made",
+                accepted,
+            ) from None
         finally:
             if live is not None:
                 hub.release(live, publisher)
@@ -105,13 +116,14 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         kind = request.WhichOneof("event")
         if kind is None:
             raise BadRequestError("an empty message: give start, resume, deal, card or end")
+        if request.HasField("resume_from") and (kind != "resume" or live is not None):
+            raise BadRequestError("resume_from goes with resume, in the first message only")
         if live is None:
             if kind == "start":
                 return self.hub.start(request.start, publisher)
             if kind == "resume":
-                resumed = self.hub.get(request.resume)
-                self.hub.claim(resumed, publisher)
-                return resumed
+                at = request.resume_from if request.HasField("resume_from") else None
+                return self.hub.resume(request.resume, publisher, at)
             raise BadRequestError(f"the first message must be start or resume, not {kind}")
         if kind in ("start", "resume"):
             raise BadRequestError(f"{kind} comes only as the first message of a stream")
@@ -132,8 +144,8 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
             request.resume_from, request.delay_ms / 1000, self.hub.config, self.hub.stopping
         )
         async with aclosing(follow) as batches:
-            async for start, end, snapshot in batches:
-                yield live.encoded(start, end, seat, snapshot)  # a WatchResponse, encoded
+            async for start, end, snapshot, presence in batches:
+                yield live.encoded(start, end, seat, snapshot, presence)  # a WatchResponse
 
     # -- the store --------------------------------------------------------------------------
 

@@ -3,12 +3,15 @@ event loop), called through the generated stubs like any client."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import queue
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import grpc
@@ -21,7 +24,13 @@ from kingrec.records import Damage, open_records, read_records
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 from kingrec_cli.publish import live_requests
-from kingrec_service import MAX_REQUEST_BYTES, ServiceConfig, running_server
+from kingrec_service import (
+    MAX_REQUEST_BYTES,
+    ServerError,
+    ServiceConfig,
+    create_server,
+    running_server,
+)
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
 from kingrec_service.live import LiveConfig
 
@@ -85,6 +94,13 @@ def _replay(stub: KingrecServiceStub, match: pb.Match, **options: object) -> lis
     return _events(stub, request)
 
 
+@pytest.mark.parametrize("token", ["", " s3cret", "jeton-ş", "a\nb"])
+def test_a_server_with_an_empty_or_unsendable_token_refuses_to_start(token: str) -> None:
+    """An empty token would mean no authentication at all; the others no client could send."""
+    with pytest.raises(ServerError, match="token"):
+        create_server(ServiceConfig(token=token))
+
+
 # -- Validate ------------------------------------------------------------------------------
 
 
@@ -116,7 +132,6 @@ def test_validate_gives_exactly_the_report_of_kingrec_validate_json(
         record = svc.Record(krec=_payload(path), name=str(path))
         response = stub.Validate(svc.ValidateRequest(record=record))
         assert json.loads(response.report_json) == line
-        assert response.report_json == json.dumps(line, ensure_ascii=False)
         report = response.report
         assert report.valid == line["valid"] and report.deals == line["deals"]
         assert [f.code for f in report.findings] == [f["code"] for f in line["findings"]]
@@ -125,6 +140,35 @@ def test_validate_gives_exactly_the_report_of_kingrec_validate_json(
             legal = [card_name(c) for c in finding.legal] if finding.HasField("legal") else None
             assert legal == want.get("legal")
             assert (finding.deal if finding.HasField("deal") else None) == want.get("deal")
+
+
+def test_report_json_is_byte_for_byte_the_line_kingrec_validate_json_writes(
+    stub: KingrecServiceStub, tmp_path: Path
+) -> None:
+    """Non-ASCII names, a line separator in the id, findings with legal cards: the service's
+    ``report_json`` is the very bytes of the line the CLI writes (UTF-8, without its newline)."""
+    records = []
+    for sample, match_id in (("valid/classic.krec", "Rıfkı\u2028ğ"),
+                             ("invalid/must-follow-suit.krec", "kör\u0085\"ş\"")):  # fmt: skip
+        match = _matches(sample)[0]
+        match.match_id = match_id
+        match.players[0].name = "Şükrü «♥»"
+        records.append(match)
+    for n, match in enumerate(records):
+        path = tmp_path / f"odd-{n}.krec"
+        with KrecWriter.open(path) as writer:
+            writer.write(match.SerializeToString())
+        written = subprocess.run(
+            [str(KINGREC), "validate", "--json", "--all", str(path)],
+            capture_output=True,
+            check=False,
+            env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        ).stdout
+        line = next(x for x in written.split(b"\n") if x.startswith(b'{"type":"match"'))
+        record = svc.Record(krec=_payload(path), name=str(path))
+        response = stub.Validate(svc.ValidateRequest(record=record))
+        assert response.report_json.encode("utf-8") == line
+        assert not line.isascii()
 
 
 def _payload(path: Path) -> bytes:
@@ -460,14 +504,18 @@ def test_one_publisher_at_a_time_and_no_second_match_with_the_same_id(
         yield svc.PublishRequest(resume="live-busy")
         gate.wait(5)
 
+    viewer = Viewer(stub, "live-busy")
     holder = stub.Publish.future(held())
-    time.sleep(0.2)
+    viewer.until(svc.PUBLISHER_PUBLISHING)  # the holder has the match
     try:
         busy = _error(lambda: stub.Publish(iter([svc.PublishRequest(resume="live-busy")])))
         twice = _error(lambda: stub.Publish(iter([_start(CLASSIC, "live-busy")])))
     finally:
         gate.set()
     holder.result()
+    stub.Publish(iter([svc.PublishRequest(resume="live-busy"),
+                       svc.PublishRequest(end=svc.LiveEnd())]))  # fmt: skip
+    viewer.thread.join(30)
     assert _code(busy) == grpc.StatusCode.ABORTED
     assert _code(twice) == grpc.StatusCode.ALREADY_EXISTS
 
@@ -481,18 +529,24 @@ def test_two_viewers_one_never_reading_neither_blocks_the_publisher_or_the_other
     with grpc.insecure_channel(f"127.0.0.1:{port}", options=options) as idle_channel:
         idle = KingrecServiceStub(idle_channel).Watch(svc.WatchRequest(match_id="live-two"))
         assert next(idle).snapshot  # then it reads nothing more for now
-        received: list[svc.MatchEvent] = []
-        reader = threading.Thread(target=lambda: received.extend(_watch(stub, "live-two")))
+        received: list[int] = []
+        watching = threading.Event()
+
+        def read() -> None:
+            for message in stub.Watch(svc.WatchRequest(match_id="live-two")):
+                received.extend(e.seq for e in message.events)
+                watching.set()  # the snapshot came: this viewer is in
+
+        reader = threading.Thread(target=read)
         reader.start()
-        time.sleep(0.2)
-        started = time.monotonic()
+        assert watching.wait(10)
         requests = live_requests(CLASSIC, FAST, "live-two")
         next(requests)
-        response = stub.Publish(iter([svc.PublishRequest(resume="live-two"), *requests]))
-        publish_time = time.monotonic() - started
+        publishing = stub.Publish.future(iter([svc.PublishRequest(resume="live-two"), *requests]))
+        response = publishing.result(timeout=30)  # while the idle viewer reads nothing
         reader.join(10)
-        assert response.finished and publish_time < 5
-        assert [e.seq for e in received] == list(range(1, response.events + 1))
+        assert response.finished
+        assert received == list(range(1, response.events + 1))
         # The idle viewer, reading at last: what was buffered, then told it fell behind.
         seen = [1]
         error = _error(lambda: seen.extend(e.seq for r in idle for e in r.events))
@@ -508,15 +562,18 @@ def test_a_viewer_with_a_delay_sees_each_event_that_long_after_it(stub: KingrecS
     stub.Publish(iter([_start(CLASSIC, "live-delay")]))
     seen: list[tuple[float, int]] = []
 
+    watching = threading.Event()
+
     def view() -> None:
         for response in stub.Watch(svc.WatchRequest(match_id="live-delay", delay_ms=300)):
+            watching.set()  # the snapshot came
             seen.extend((time.monotonic(), e.seq) for e in response.events)
             if any(e.HasField("card_played") for e in response.events):
                 return
 
     viewer = threading.Thread(target=view)
     viewer.start()
-    time.sleep(0.1)
+    assert watching.wait(30)
     played = time.monotonic()
     stub.Publish(
         iter([svc.PublishRequest(resume="live-delay"), _deal_start(CLASSIC.deals[0]),
@@ -575,39 +632,228 @@ def test_watching_as_one_seat_shows_its_hand_only(stub: KingrecServiceStub) -> N
 def test_events_published_within_the_flush_reach_a_viewer_together_and_a_lone_one_at_once() -> None:
     """A live match wakes its viewers at most every ``LiveConfig.flush`` seconds: the first
     event after a quiet spell goes out at once; what is published in the flush after it
-    travels together, one message per viewer, in order."""
-    flush = 1.0
+    travels together, one message per viewer, in order. The clock is the test's, so "at
+    once" and "a flush later" are exact: each message is stamped with the clock's time when
+    it arrives (a message held for the flush can only arrive once the test moves it on)."""
+    clock = ManualClock()
     deal = CLASSIC.deals[0]
     cards = [svc.PublishRequest(card=svc.LiveCard(card=c)) for c in deal.plays[:9]]
+    config = ServiceConfig(live=LiveConfig(flush=1.0, clock=clock))
     with (
-        running_server(ServiceConfig(live=LiveConfig(flush=flush))) as (_, port),
+        running_server(config) as (_, port),
         grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
     ):
         stub = KingrecServiceStub(channel)
         stub.Publish(iter([_start(CLASSIC, "live-flush")]))
-        came: list[tuple[float, list[int]]] = []
+        came: queue.Queue[tuple[float, list[int]]] = queue.Queue()
 
         def view() -> None:
             for response in stub.Watch(svc.WatchRequest(match_id="live-flush")):
-                came.append((time.monotonic(), [e.seq for e in response.events]))
+                if response.events or response.snapshot:  # not the publisher's comings
+                    came.put((clock.time(), [e.seq for e in response.events]))
 
         viewer = threading.Thread(target=view)
         viewer.start()
-        time.sleep(flush + 0.2)  # a quiet spell
-        published = time.monotonic()
+        assert came.get(timeout=30) == (0.0, [1])  # the snapshot: match_started
+        clock.advance(2.0)  # a quiet spell
         resume = svc.PublishRequest(resume="live-flush")
         stub.Publish(iter([resume, _deal_start(deal), *cards[:8]]))
-        time.sleep(2 * flush + 0.2)  # the flush came; then a quiet spell again
+        assert came.get(timeout=30) == (2.0, [2, 3])  # deal_started, contract_chosen: at once
+        clock.advance(1.0)  # the flush: 8 cards, 2 tricks won, together
+        assert came.get(timeout=30) == (3.0, list(range(4, 14)))
+        clock.advance(2.0)  # a quiet spell again
         stub.Publish(iter([resume, cards[8]]))
-        time.sleep(0.5)
+        assert came.get(timeout=30) == (5.0, [14])  # the ninth card: at once, alone
         stub.Publish(iter([resume, svc.PublishRequest(end=svc.LiveEnd())]))
-        viewer.join(10)
-    snapshot, start, cards_and_tricks, lone, end = came
-    assert snapshot[1] == [1]  # match_started
-    assert start[1] == [2, 3]  # deal_started, contract_chosen: at once
-    assert start[0] - published < flush
-    assert cards_and_tricks[1] == list(range(4, 14))  # 8 cards, 2 tricks won: together
-    assert cards_and_tricks[0] - start[0] >= flush * 0.9
-    assert lone[1] == [14]  # the ninth card, after a quiet spell: alone
-    assert end[1] == [15, 16]  # the deal and the match ended, within the flush: together
-    assert end[0] - lone[0] >= flush * 0.9
+        clock.advance(1.0)  # the deal and the match ended within the flush: together
+        assert came.get(timeout=30) == (6.0, [15, 16])
+        viewer.join(30)
+    assert came.empty()
+
+
+# -- a publisher that goes away ------------------------------------------------------------------
+
+
+class ManualClock:
+    """The hub's clock (``LiveConfig.clock``), moved by the test: flushes and idle timeouts
+    fall when the test says, not when the machine gets round to them."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._calls: list[
+            tuple[float, asyncio.AbstractEventLoop, Callable[[], object], Handle]
+        ] = []
+        self._lock = threading.Lock()
+
+    def time(self) -> float:
+        return self.now
+
+    def call_later(self, delay: float, callback: Callable[[], object], /) -> Handle:
+        handle = Handle()
+        with self._lock:
+            self._calls.append((self.now + delay, asyncio.get_running_loop(), callback, handle))
+        return handle
+
+    def advance(self, seconds: float) -> None:
+        """Move on; the calls that fall due and were not cancelled run, in the server's loop,
+        in the order they fall."""
+        with self._lock:
+            self.now += seconds
+            due = [c for c in self._calls if c[0] <= self.now]
+            self._calls = [c for c in self._calls if c[0] > self.now]
+        for _, loop, callback, handle in sorted(due, key=lambda c: c[0]):
+            if not handle.cancelled:
+                loop.call_soon_threadsafe(callback)
+
+
+class Handle:
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Viewer:
+    """A Watch in a thread of its own, every message queued as it comes."""
+
+    def __init__(self, stub: KingrecServiceStub, match_id: str) -> None:
+        self.messages: queue.Queue[svc.WatchResponse | None] = queue.Queue()
+        self.call = stub.Watch(svc.WatchRequest(match_id=match_id))
+        self.thread = threading.Thread(target=self._read)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            for message in self.call:
+                self.messages.put(message)
+        finally:
+            self.messages.put(None)
+
+    def next(self) -> svc.WatchResponse | None:
+        return self.messages.get(timeout=30)
+
+    def until(self, publisher: svc.Publisher.ValueType) -> svc.WatchResponse:
+        """The next message that says this of the publisher (events before it skipped)."""
+        while True:
+            message = self.next()
+            assert message is not None, "the watch ended"
+            if message.publisher == publisher:
+                return message
+
+
+def test_viewers_are_told_when_the_publisher_goes_and_comes_back(stub: KingrecServiceStub) -> None:
+    stub.Publish(iter([_start(CLASSIC, "live-presence")]))  # then the publisher goes
+    viewer = Viewer(stub, "live-presence")
+    first = viewer.next()
+    assert first is not None and first.snapshot
+    assert first.publisher == svc.PUBLISHER_GONE
+    assert 0 < first.abandon_in_ms <= 60_000  # the module's server waits 60 s
+    gate = threading.Event()
+
+    def held() -> Iterator[svc.PublishRequest]:
+        yield svc.PublishRequest(resume="live-presence", resume_from=1)
+        gate.wait(30)
+
+    holder = stub.Publish.future(held())
+    back = viewer.until(svc.PUBLISHER_PUBLISHING)
+    assert not back.events and not back.snapshot  # nothing else happened: only that
+    # one publisher at a time: a second is refused while the first holds the match
+    busy = _error(lambda: stub.Publish(iter([svc.PublishRequest(resume="live-presence")])))
+    assert _code(busy) == grpc.StatusCode.ABORTED
+    gate.set()
+    assert not holder.result(timeout=30).finished
+    gone = viewer.until(svc.PUBLISHER_GONE)
+    assert not gone.events and 0 < gone.abandon_in_ms <= 60_000
+    stub.Publish(iter([svc.PublishRequest(resume="live-presence"),
+                       svc.PublishRequest(end=svc.LiveEnd())]))  # fmt: skip
+    rest: list[svc.WatchResponse] = []
+    while (message := viewer.next()) is not None:
+        rest.append(message)
+    assert rest[-1].events[-1].HasField("match_ended")
+    assert rest[-1].publisher == svc.PUBLISHER_UNSPECIFIED  # nothing said once it ended
+    viewer.thread.join(30)
+
+
+def test_a_publisher_resumes_from_the_last_accepted_event_and_is_told_it_when_wrong(
+    stub: KingrecServiceStub,
+) -> None:
+    requests = list(live_requests(CLASSIC, FAST, "live-resumed"))
+    first = stub.Publish(iter(requests[:5]))  # start, deal 1, three cards; then the link is lost
+    assert first.events == 6 and not first.finished
+    for wrong in (0, 5, 7):  # a publisher that knows nothing, one behind, one ahead
+        error = _error(
+            lambda at=wrong: stub.Publish(
+                iter([svc.PublishRequest(resume="live-resumed", resume_from=at), requests[5]])
+            )
+        )
+        assert _code(error) == grpc.StatusCode.FAILED_PRECONDITION
+        assert _trailer(error, "kingrec-code") == "OUT_OF_ORDER"
+        assert _trailer(error, "kingrec-resume-from") == "6"
+        assert "last event is 6" in _details(error)
+    # nothing was claimed nor changed: the resume the refusal named goes on from there
+    resumed = svc.PublishRequest(resume="live-resumed", resume_from=6)
+    done = stub.Publish(iter([resumed, *requests[5:]]))
+    assert done.finished
+    watched = _watch(stub, "live-resumed")
+    assert [e.seq for e in watched] == list(range(1, done.events + 1))
+    assert len(watched) == len(_replay(stub, CLASSIC))
+    late = _error(lambda: stub.Publish(iter([resumed])))
+    assert _trailer(late, "kingrec-code") == "OUT_OF_ORDER" and "over" in _details(late)
+
+
+def test_resume_from_goes_only_with_a_resume() -> None:
+    start = _start(CLASSIC, "x")
+    start.resume_from = 1
+    with (
+        running_server(ServiceConfig()) as (_, port),
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+    ):
+        stub = KingrecServiceStub(channel)
+        error = _error(lambda: stub.Publish(iter([start])))
+        assert _trailer(error, "kingrec-code") == "BAD_REQUEST"
+        card = svc.PublishRequest(card=svc.LiveCard(card=0), resume_from=1)
+        error = _error(lambda: stub.Publish(iter([_start(CLASSIC, "y"), card])))
+        assert _trailer(error, "kingrec-code") == "BAD_REQUEST"
+
+
+def test_a_match_without_a_publisher_is_abandoned_when_its_idle_time_is_up() -> None:
+    """The clock is the test's: the match waits 600 s of it, not of the machine's."""
+    clock = ManualClock()
+    config = ServiceConfig(live=LiveConfig(clock=clock))
+    requests = list(live_requests(CLASSIC, FAST, "live-idle"))
+    with (
+        running_server(config) as (server, port),
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+    ):
+        stub = KingrecServiceStub(channel)
+        stub.Publish(iter(requests[:3]))  # start, deal 1, a card; then the publisher vanishes
+        viewer = Viewer(stub, "live-idle")
+        told = viewer.next()
+        assert told is not None and told.publisher == svc.PUBLISHER_GONE
+        assert told.abandon_in_ms == 600_000
+        again = _error(lambda: stub.Publish(iter(requests[:1])))
+        assert _code(again) == grpc.StatusCode.ALREADY_EXISTS
+        assert "waiting for its publisher" in _details(again)
+        assert "kingrec publish --resume" in _details(again)
+        clock.advance(599)
+        # a publisher that came back and went again: the first timeout is off, a new one on
+        stub.Publish(iter([svc.PublishRequest(resume="live-idle", resume_from=4)]))
+        clock.advance(1)  # 600 s after it first went: nothing happens (and a flush falls)
+        back_and_gone = viewer.until(svc.PUBLISHER_GONE)  # told with that flush
+        assert back_and_gone.abandon_in_ms == 599_000
+        listed = stub.ListMatches(svc.ListMatchesRequest(live=True)).matches
+        assert [m.status for m in listed] == [pb.MATCH_STATUS_IN_PROGRESS]
+        clock.advance(599)  # 600 s after it went again: abandoned
+        ended: list[svc.MatchEvent] = []
+        while not ended:  # the deal in progress ends at once; the match_ended after it
+            message = viewer.next()
+            assert message is not None
+            ended += message.events
+        assert [e.WhichOneof("event") for e in ended] == ["deal_ended"]
+        clock.advance(1)  # within the flush after it
+        while (message := viewer.next()) is not None:
+            ended += message.events
+        assert ended[-1].match_ended.status == pb.MATCH_STATUS_ABANDONED
+        assert ended[-1].match_ended.reason == "no publisher for 600 s"
+        assert server.hub.matches["live-idle"].finished

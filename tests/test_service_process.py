@@ -5,6 +5,9 @@ while streams are open. Also TLS."""
 from __future__ import annotations
 
 import json
+import os
+import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -65,7 +68,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     finally:
         if served.process.poll() is None:
             served.process.kill()
-            served.process.wait()
+        served.process.communicate()  # closes the pipes too
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -135,6 +138,87 @@ def test_the_commands_publish_watch_and_replay_against_the_server(served: Served
     assert unreachable.returncode == 2 and "cannot reach" in unreachable.stderr
 
 
+def test_publish_resume_goes_on_where_a_lost_publisher_stopped_and_watch_says_it_was_gone(
+    served: Served,
+) -> None:
+    server, token = ["--server", served.address], ["--token", TOKEN]
+    match = pick_match(str(CLASSIC), None, 1)
+    requests = list(live_requests(match, svc.Pace(), "cli-lost"))
+    with grpc.insecure_channel(served.address) as channel:
+        lost = KingrecServiceStub(channel).Publish(
+            iter(requests[:40]), metadata=(("authorization", f"Bearer {TOKEN}"),)
+        )  # then the publisher vanishes, the match left open
+    again = _cli("publish", str(CLASSIC), "--fast", "--as", "cli-lost", *token, *server)
+    assert again.returncode == 2 and "ALREADY_EXISTS" in again.stderr
+    assert "waiting for its publisher" in again.stderr and "--resume" in again.stderr
+    anyone = _cli("publish", str(CLASSIC), "--fast", "--as", "cli-lost", "--resume", *server)
+    assert anyone.returncode == 2 and "token" in anyone.stderr  # the token-holder only
+    watcher = subprocess.Popen(
+        [str(KINGREC), "watch", "cli-lost", *server],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    told: queue.Queue[str] = queue.Queue()
+    assert watcher.stderr is not None
+    stderr = watcher.stderr
+
+    def read() -> None:
+        for line in stderr:
+            told.put(line)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        gone = told.get(timeout=30)  # the watch's first message: no publisher
+        waiting = re.search(r"the publisher is gone: .* abandoned in (\d+) s unless", gone)
+        assert waiting is not None and 0 < int(waiting.group(1)) <= 600, gone
+        resumed = _cli(
+            "publish", str(CLASSIC), "--fast", "--as", "cli-lost", "--resume", *token, *server
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        assert f"resuming match cli-lost after event {lost.events}: 40 of" in resumed.stdout
+        assert "published match cli-lost: 1272 events, finished" in resumed.stdout
+        stdout, _ = watcher.communicate(timeout=60)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+            watcher.communicate()
+        reader.join(30)
+    assert watcher.returncode == 0
+    assert "the publisher is back" in told.get(timeout=1)
+    assert stdout.count("Deal 1 ") == 1 and "Match over: complete" in stdout
+    with grpc.insecure_channel(served.address) as channel:
+        events = [
+            e.seq
+            for r in KingrecServiceStub(channel).Watch(svc.WatchRequest(match_id="cli-lost"))
+            for e in r.events
+        ]
+    assert events == list(range(1, 1273))
+
+
+def test_publish_abandon_gives_up_a_match_left_without_its_publisher(served: Served) -> None:
+    server, token = ["--server", served.address], ["--token", TOKEN]
+    match = pick_match(str(CLASSIC), None, 1)
+    requests = list(live_requests(match, svc.Pace(), "cli-given-up"))
+    with grpc.insecure_channel(served.address) as channel:
+        stub = KingrecServiceStub(channel)
+        stub.Publish(iter(requests[:10]), metadata=(("authorization", f"Bearer {TOKEN}"),))
+        both = _cli("publish", str(CLASSIC), "--as", "cli-given-up", "--resume", "--abandon")
+        assert both.returncode == 2 and "opposite" in both.stderr
+        given_up = _cli("publish", str(CLASSIC), "--as", "cli-given-up", "--abandon", *token,
+                        *server)  # fmt: skip
+        assert given_up.returncode == 0, given_up.stderr
+        assert "abandoned match cli-given-up:" in given_up.stdout
+        assert "finished" in given_up.stdout
+        events = [e for r in stub.Watch(svc.WatchRequest(match_id="cli-given-up"))
+                  for e in r.events]  # fmt: skip
+        ended = events[-1].match_ended
+        assert ended.status == 2 and ended.reason == "given up by its publisher"  # ABANDONED
+        stored = stub.GetMatch(svc.GetMatchRequest(match_id="cli-given-up")).match
+        assert stored.status == 2 and len(stored.deals) == 1
+
+
 def test_the_commands_upload_and_query_against_the_server(served: Served) -> None:
     server = ["--server", served.address]
     invalid = str(SAMPLES / "invalid" / "must-follow-suit.krec")
@@ -180,6 +264,63 @@ def test_the_commands_upload_and_query_against_the_server(served: Served) -> Non
         assert got == pick_match(str(CLASSIC), "classic-1", None)
 
 
+@pytest.mark.parametrize(
+    ("options", "env", "said"),
+    [
+        (["--token", ""], {}, "the token is empty"),
+        (["--token="], {}, "the token is empty"),
+        ([], {"KINGREC_TOKEN": ""}, "$KINGREC_TOKEN is set but empty"),
+        (["--token", "two words"], {}, "visible ASCII without spaces"),
+        (["--token", "jeton-ş"], {}, "visible ASCII without spaces"),
+    ],
+    ids=["empty", "empty-equals", "empty-variable", "space", "non-ascii"],
+)
+def test_an_empty_or_unsendable_token_is_a_usage_error_and_nothing_starts(
+    tmp_path: Path, options: list[str], env: dict[str, str], said: str
+) -> None:
+    db = tmp_path / "kingrec.duckdb"
+    environ = {k: v for k, v in os.environ.items() if k != "KINGREC_TOKEN"}
+    result = subprocess.run(
+        [str(KINGREC), "serve", "--port", "0", "--db", str(db), *options],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={**environ, **env},
+    )
+    assert result.returncode == 2, result.stderr
+    assert said in result.stderr and "--token" in result.stderr
+    assert "Traceback" not in result.stderr and "serving" not in result.stdout
+    assert not db.exists()
+
+
+def test_without_a_token_the_startup_line_says_anyone_can_upload_and_publish(
+    tmp_path: Path,
+) -> None:
+    environ = {k: v for k, v in os.environ.items() if k != "KINGREC_TOKEN"}
+    process = subprocess.Popen(
+        [str(KINGREC), "serve", "--port", "0", "--db", str(tmp_path / "kingrec.duckdb")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environ,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert "no token: anyone can Upload and Publish" in line, line
+        address = line.split("serving on ")[1].split()[0]
+        published = _cli("publish", str(CLASSIC), "--fast", "--as", "open", "--server", address)
+        assert published.returncode == 0, published.stderr  # as the line says
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+    with_token = start_server(tmp_path / "other.duckdb", "--token", TOKEN)
+    with_token.process.send_signal(signal.SIGTERM)
+    stdout, _ = with_token.process.communicate(timeout=30)
+    assert "no token" not in stdout
+
+
 def test_watch_flush_sets_how_long_events_gather_before_viewers_get_them(tmp_path: Path) -> None:
     """``kingrec serve --watch-flush MS``: the first event after a quiet spell reaches a viewer
     at once, the events published within MS after it together, MS later."""
@@ -194,6 +335,8 @@ def test_watch_flush_sets_how_long_events_gather_before_viewers_get_them(tmp_pat
 
             def view() -> None:
                 for response in stub.Watch(svc.WatchRequest(match_id="flush")):
+                    if not (response.events or response.snapshot):
+                        continue  # the publisher came or went: not an event
                     came.append((time.monotonic(), [e.seq for e in response.events]))
                     if len(came) == 3:
                         return
@@ -210,6 +353,67 @@ def test_watch_flush_sets_how_long_events_gather_before_viewers_get_them(tmp_pat
     assert snapshot == [1]  # match_started
     assert dealt == [2, 3]  # deal_started, contract_chosen: at once
     assert played == [4, 5] and played_at - dealt_at >= 0.9  # two cards: together, later
+
+
+def test_a_viewer_that_never_reads_falls_behind_alone_and_is_told_where_to_resume(
+    tmp_path: Path,
+) -> None:
+    """``kingrec serve`` as it ships (a viewer may lag 1,024 events). One viewer's connection
+    takes 1 KiB before its reader must read, and it reads nothing after its snapshot while a
+    whole match (1,272 events, ~34 KB: far over that window) is published. The publisher
+    finishes and the other viewers get every event while it still has read nothing; when it
+    reads at last it gets what was in flight, then FELL_BEHIND with where to resume, and
+    resuming there gives the rest without a gap or a repeat."""
+    served = start_server(tmp_path / "kingrec.duckdb")
+    match = pick_match(str(CLASSIC), None, 1)
+    requests = list(live_requests(match, svc.Pace(), "slow"))
+    try:
+        with grpc.insecure_channel(served.address) as channel:
+            stub = KingrecServiceStub(channel)
+            stub.Publish(iter(requests[:1]))  # match_started; the match waits for the rest
+            options = [("grpc.http2.lookahead_bytes", 1024), ("grpc.http2.bdp_probe", 0)]
+            with grpc.insecure_channel(served.address, options=options) as slow_channel:
+                slow = KingrecServiceStub(slow_channel).Watch(svc.WatchRequest(match_id="slow"))
+                assert [e.seq for e in next(slow).events] == [1]  # in; then it stops reading
+                watching = [threading.Event(), threading.Event()]
+                seen: list[list[int]] = [[], []]
+
+                def view(n: int) -> None:
+                    for response in stub.Watch(svc.WatchRequest(match_id="slow")):
+                        seen[n] += [e.seq for e in response.events]
+                        watching[n].set()  # the snapshot came: this viewer is in
+
+                viewers = [threading.Thread(target=view, args=(n,)) for n in range(2)]
+                for viewer in viewers:
+                    viewer.start()
+                assert all(w.wait(30) for w in watching)
+                published = stub.Publish.future(
+                    iter([svc.PublishRequest(resume="slow"), *requests[1:]])
+                )
+                response = published.result(timeout=60)  # while the slow one reads nothing
+                for viewer in viewers:
+                    viewer.join(60)
+                total = response.events
+                assert response.finished and total == 1272
+                assert seen == [list(range(1, total + 1))] * 2
+                got = [1]
+                with pytest.raises(grpc.RpcError) as caught:
+                    for batch in slow:  # reading at last
+                        got += [e.seq for e in batch.events]
+            error = caught.value
+            assert isinstance(error, grpc.Call)
+            assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            trailers = dict(error.trailing_metadata() or ())
+            assert trailers["kingrec-code"] == "FELL_BEHIND"
+            resume_from = int(trailers["kingrec-resume-from"])
+            assert got == list(range(1, resume_from + 1)) and resume_from < total - 1024
+            assert f"resume_from={resume_from}" in (error.details() or "")
+            rest = stub.Watch(svc.WatchRequest(match_id="slow", resume_from=resume_from))
+            assert got + [e.seq for r in rest for e in r.events] == list(range(1, total + 1))
+    finally:
+        served.process.send_signal(signal.SIGTERM)
+        _, stderr = served.process.communicate(timeout=30)
+    assert served.process.returncode == 0 and "Traceback" not in stderr, stderr
 
 
 def test_sigterm_ends_streams_cleanly_stores_live_matches_and_exits(served: Served) -> None:
@@ -277,6 +481,13 @@ def test_sigterm_ends_streams_cleanly_stores_live_matches_and_exits(served: Serv
     for name in ("publish", "replay"):
         error = outcome[name]
         assert isinstance(error, grpc.RpcError) and _code(error) == grpc.StatusCode.UNAVAILABLE
+    # The publisher is told the last event its messages made: match_started, deal_started,
+    # contract_chosen and three cards (the abandonment's events are the server's own).
+    trailers = dict(outcome["publish"].trailing_metadata())  # type: ignore[attr-defined]
+    assert trailers["kingrec-code"] == "SHUTTING_DOWN"
+    assert trailers["kingrec-resume-from"] == "6"
+    assert [e.seq for e in watched] == list(range(1, len(watched) + 1))
+    assert [e.WhichOneof("event") for e in watched[6:]] == ["deal_ended", "match_ended"]
     assert "replay again from start_deal=" in str(outcome["replay"].details())  # type: ignore[attr-defined]
     with Store.open(str(served.db), read_only=True) as store:  # the server let go of it
         rows = store.con.execute(

@@ -62,7 +62,7 @@ from ._schema import UNKNOWN_KEY as UNKNOWN_KEY
 from ._text import JsonLimitError
 from .read import loads_match, match_from_dict
 from .stream import JsonLineError, JsonRecord, read_jsonl
-from .write import dumps_match, json_line, match_to_dict, write_jsonl
+from .write import dumps_match, json_line, match_to_dict, report_line, write_jsonl
 
 __all__ = [
     "JsonLimitError",
@@ -75,5 +75,6 @@ __all__ = [
     "match_from_dict",
     "match_to_dict",
     "read_jsonl",
+    "report_line",
     "write_jsonl",
 ]

@@ -6,7 +6,7 @@ import base64
 import json
 import re
 from collections.abc import Callable, Iterable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
@@ -26,7 +26,10 @@ from ._schema import (
     message_type,
 )
 
-__all__ = ["dumps_match", "json_line", "match_to_dict", "write_jsonl"]
+if TYPE_CHECKING:
+    from ..findings import MatchReport
+
+__all__ = ["dumps_match", "json_line", "match_to_dict", "report_line", "write_jsonl"]
 
 
 def json_line(obj: object, *, ascii_only: bool = False) -> str:
@@ -41,6 +44,18 @@ def json_line(obj: object, *, ascii_only: bool = False) -> str:
     if not text.isascii():  # outside strings JSON is ASCII, so escaping here stays valid
         text = _RAW_UNSAFE.sub(_escape_char, text)
     return text
+
+
+def report_line(report: MatchReport, *, ascii_only: bool = False) -> str:
+    """The line ``kingrec validate --json`` writes for one record's report (no newline), and
+    the service's ``ValidateResponse.report_json``: one function, so the two are the same
+    bytes."""
+    return json_line(report_object(report), ascii_only=ascii_only)
+
+
+def report_object(report: MatchReport) -> dict[str, Any]:
+    """The object of that line: ``{"type": "match", ...}`` and the report's fields."""
+    return {"type": "match", **report.to_dict()}
 
 
 _RAW_UNSAFE = re.compile("[\x85\u2028\u2029\ud800-\udfff]")

@@ -20,7 +20,10 @@ metadata entry `kingrec-code`: a stable code, one of the finding codes of
 docs/FORMAT.md or one of the error codes below. A refused live event
 (Publish) also carries `kingrec-finding-bin`, a serialized `Finding` (the
 rule, the sentence, the legal cards), and `kingrec-legal`, the legal cards
-by name; a stream that ended early carries `kingrec-resume-from`.
+by name; a stream that ended early carries `kingrec-resume-from`: for Watch
+the last event the viewer got (resume with resume_from), for Publish the
+match's last event, the one to name in PublishRequest.resume_from (a stream
+the server's shutdown ends: the last event that stream's messages made).
 
   INVALID_ARGUMENT     the request or a record in it is malformed: BAD_REQUEST
                        (no such seat, a missing field, ...), NOT_KREC,
@@ -33,13 +36,15 @@ by name; a stream that ended early carries `kingrec-resume-from`.
                        CONTRACT_QUOTA, MATCH_INCOMPLETE, ...): the match stays
                        as it was and the publisher may go on (resume);
                        OUT_OF_ORDER (a card before any deal, not that seat's
-                       turn, the match is over); NO_STORE (this server keeps
+                       turn, the match is over, a resume_from that is not
+                       the match's last event); NO_STORE (this server keeps
                        no store)
   PERMISSION_DENIED    QUERY_REFUSED: SQL that tries what Query does not
                        allow (files, network, extensions, settings, writes,
                        more than one statement)
   NOT_FOUND            MATCH_NOT_FOUND
   ALREADY_EXISTS       MATCH_EXISTS: a live match with that id is being played
+                       (or waits for its publisher: resume it, or end it)
   ABORTED              PUBLISHER_BUSY: another stream is publishing that match
   RESOURCE_EXHAUSTED   FELL_BEHIND: a viewer fell too far behind (resume with
                        resume_from = kingrec-resume-from); TOO_MANY_MATCHES;
@@ -98,6 +103,29 @@ SEVERITY_ERROR: Severity.ValueType  # 1
 SEVERITY_WARNING: Severity.ValueType  # 2
 """worth a look; the record is still valid"""
 Global___Severity: _TypeAlias = Severity  # noqa: Y015
+
+class _Publisher:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _PublisherEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Publisher.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    PUBLISHER_UNSPECIFIED: _Publisher.ValueType  # 0
+    """not said in this message: as before"""
+    PUBLISHER_PUBLISHING: _Publisher.ValueType  # 1
+    """a publisher's stream is open"""
+    PUBLISHER_GONE: _Publisher.ValueType  # 2
+    """no publisher now: the match waits for one to resume it"""
+
+class Publisher(_Publisher, metaclass=_PublisherEnumTypeWrapper): ...
+
+PUBLISHER_UNSPECIFIED: Publisher.ValueType  # 0
+"""not said in this message: as before"""
+PUBLISHER_PUBLISHING: Publisher.ValueType  # 1
+"""a publisher's stream is open"""
+PUBLISHER_GONE: Publisher.ValueType  # 2
+"""no publisher now: the match waits for one to resume it"""
+Global___Publisher: _TypeAlias = Publisher  # noqa: Y015
 
 @_typing.final
 class Record(_message.Message):
@@ -341,7 +369,8 @@ class ValidateResponse(_message.Message):
     REPORT_JSON_FIELD_NUMBER: _builtins.int
     report_json: _builtins.str
     """The same report as the JSON line `kingrec validate --json --all` prints
-    for it, verbatim ({"type": "match", "match_id": ..., "findings": [...]}).
+    for it, byte for byte in UTF-8, without the newline ({"type":"match",
+    "match_id":...,"findings":[...]}, compact, U+2028/U+2029/U+0085 escaped).
     """
     @_builtins.property
     def report(self) -> Global___Report: ...
@@ -861,8 +890,21 @@ class PublishRequest(_message.Message):
     match) or `resume` (go on with a live match after a refusal or a lost
     connection); then deals and cards in the order they happen, and `end`.
     A stream that closes without `end` leaves the match open for `resume`
-    (for as long as the server keeps idle matches, then it is stored as
-    abandoned).
+    (for as long as the server keeps idle matches, `kingrec serve` 600 s, then
+    it is stored as abandoned); its viewers are told it has no publisher
+    (WatchResponse.publisher). To give it up at once: `resume`, then `end`
+    with status ABANDONED. Only the token-holder may do either (Publish needs
+    the token when the server has one).
+
+    Resuming from the last accepted event: give `resume_from` with `resume`,
+    the number of the match's last event as this publisher knows it (the
+    `events` of a PublishResponse, the `kingrec-resume-from` trailer of a
+    refused or ended stream). When the match is elsewhere the resume is refused
+    (FAILED_PRECONDITION, OUT_OF_ORDER, nothing claimed) and the trailer
+    `kingrec-resume-from` says its last event: so no card is sent twice or
+    skipped. A publisher that knows nothing (its connection was lost) sends
+    resume_from = 0, which no match has, and learns it from the refusal.
+    `kingrec publish --resume` does all this.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -872,8 +914,13 @@ class PublishRequest(_message.Message):
     DEAL_FIELD_NUMBER: _builtins.int
     CARD_FIELD_NUMBER: _builtins.int
     END_FIELD_NUMBER: _builtins.int
+    RESUME_FROM_FIELD_NUMBER: _builtins.int
     resume: _builtins.str
     """The match_id of a live match to go on publishing."""
+    resume_from: _builtins.int
+    """With `resume` only: the match's last event as the publisher knows it
+    (see above). Unset: not checked.
+    """
     @_builtins.property
     def start(self) -> _record_pb2.Match:
         """A Match without deals: match_id (required), metadata, players, ruleset."""
@@ -901,13 +948,19 @@ class PublishRequest(_message.Message):
         deal: _record_pb2.Deal | None = ...,
         card: Global___LiveCard | None = ...,
         end: Global___LiveEnd | None = ...,
+        resume_from: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["card", b"card", "deal", b"deal", "end", b"end", "event", b"event", "resume", b"resume", "start", b"start"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_resume_from", b"_resume_from", "card", b"card", "deal", b"deal", "end", b"end", "event", b"event", "resume", b"resume", "resume_from", b"resume_from", "start", b"start"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["card", b"card", "deal", b"deal", "end", b"end", "event", b"event", "resume", b"resume", "start", b"start"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_resume_from", b"_resume_from", "card", b"card", "deal", b"deal", "end", b"end", "event", b"event", "resume", b"resume", "resume_from", b"resume_from", "start", b"start"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__resume_from: _TypeAlias = _typing.Literal["resume_from"]  # noqa: Y015
+    _WhichOneofArgType__resume_from: _TypeAlias = _typing.Literal["_resume_from", b"_resume_from"]  # noqa: Y015
     _WhichOneofReturnType_event: _TypeAlias = _typing.Literal["start", "resume", "deal", "card", "end"]  # noqa: Y015
     _WhichOneofArgType_event: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__resume_from) -> _WhichOneofReturnType__resume_from | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType_event) -> _WhichOneofReturnType_event | None: ...
 
 Global___PublishRequest: _TypeAlias = PublishRequest  # noqa: Y015
@@ -1054,10 +1107,21 @@ class WatchResponse(_message.Message):
 
     EVENTS_FIELD_NUMBER: _builtins.int
     SNAPSHOT_FIELD_NUMBER: _builtins.int
+    PUBLISHER_FIELD_NUMBER: _builtins.int
+    ABANDON_IN_MS_FIELD_NUMBER: _builtins.int
     snapshot: _builtins.bool
     """True on the messages of the snapshot: the events that happened before
     the viewer came (a long match takes several messages; a viewer that asked
     for a snapshot always gets at least one, possibly without events).
+    """
+    publisher: Global___Publisher.ValueType
+    """Whether the match has a publisher: on the viewer's first message, and on
+    the first message after it changed (a message without events may carry
+    only this); unspecified on the others and once the match has ended.
+    """
+    abandon_in_ms: _builtins.int
+    """With PUBLISHER_GONE: how long the server still waits for a publisher to
+    resume the match before it ends it as abandoned, in milliseconds.
     """
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___MatchEvent]: ...
@@ -1066,10 +1130,12 @@ class WatchResponse(_message.Message):
         *,
         events: _abc.Iterable[Global___MatchEvent] | None = ...,
         snapshot: _builtins.bool = ...,
+        publisher: Global___Publisher.ValueType = ...,
+        abandon_in_ms: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "snapshot", b"snapshot"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abandon_in_ms", b"abandon_in_ms", "events", b"events", "publisher", b"publisher", "snapshot", b"snapshot"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -20,7 +20,10 @@ metadata entry `kingrec-code`: a stable code, one of the finding codes of
 docs/FORMAT.md or one of the error codes below. A refused live event
 (Publish) also carries `kingrec-finding-bin`, a serialized `Finding` (the
 rule, the sentence, the legal cards), and `kingrec-legal`, the legal cards
-by name; a stream that ended early carries `kingrec-resume-from`.
+by name; a stream that ended early carries `kingrec-resume-from`: for Watch
+the last event the viewer got (resume with resume_from), for Publish the
+match's last event, the one to name in PublishRequest.resume_from (a stream
+the server's shutdown ends: the last event that stream's messages made).
 
   INVALID_ARGUMENT     the request or a record in it is malformed: BAD_REQUEST
                        (no such seat, a missing field, ...), NOT_KREC,
@@ -33,13 +36,15 @@ by name; a stream that ended early carries `kingrec-resume-from`.
                        CONTRACT_QUOTA, MATCH_INCOMPLETE, ...): the match stays
                        as it was and the publisher may go on (resume);
                        OUT_OF_ORDER (a card before any deal, not that seat's
-                       turn, the match is over); NO_STORE (this server keeps
+                       turn, the match is over, a resume_from that is not
+                       the match's last event); NO_STORE (this server keeps
                        no store)
   PERMISSION_DENIED    QUERY_REFUSED: SQL that tries what Query does not
                        allow (files, network, extensions, settings, writes,
                        more than one statement)
   NOT_FOUND            MATCH_NOT_FOUND
   ALREADY_EXISTS       MATCH_EXISTS: a live match with that id is being played
+                       (or waits for its publisher: resume it, or end it)
   ABORTED              PUBLISHER_BUSY: another stream is publishing that match
   RESOURCE_EXHAUSTED   FELL_BEHIND: a viewer fell too far behind (resume with
                        resume_from = kingrec-resume-from); TOO_MANY_MATCHES;
