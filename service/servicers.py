@@ -15,16 +15,16 @@ from kingrec.boundary import ruleset_from_proto
 from kingrec.v1 import service_pb2 as svc
 
 from ._pb import service_pb2_grpc
-from .convert import report_json, report_to_proto
 from .errors import BadRequestError, NoStoreError, ShuttingDownError
 from .events import from_position, record_events, response
 from .live import Hub, LiveMatch
 from .querying import query_stream
-from .records import judge_record, match_of_record
+from .records import match_of_record
 from .replaying import check_pace, paced
 from .storage import StoreGateway
 from .stored import get_stored, list_stored
 from .uploads import upload_responses
+from .validating import stream_responses, validate_response
 
 __all__ = ["KingrecServicer"]
 
@@ -62,8 +62,17 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
     async def Validate(
         self, request: svc.ValidateRequest, context: Context
     ) -> svc.ValidateResponse:
-        report = judge_record(request.record)
-        return svc.ValidateResponse(report=report_to_proto(report), report_json=report_json(report))
+        return validate_response(request.record)
+
+    async def ValidateStream(
+        self, request_iterator: AsyncIterable[svc.ValidateStreamRequest], context: Context
+    ) -> AsyncIterator[svc.ValidateStreamResponse]:
+        async with aclosing(_until(request_iterator, self.hub.stopping)) as requests:
+            index = 0
+            async for request in requests:
+                for response in stream_responses(index, request.records):
+                    yield response
+                index += 1
 
     async def Replay(  # type: ignore[override]  # responses go out encoded (see Encoded)
         self, request: svc.ReplayRequest, context: Context
