@@ -31,6 +31,7 @@ from kingrec.validation import validate_records
 from .errors import BadRequestError, UnreadableRecordError
 
 __all__ = [
+    "MAX_VERDICTS",
     "Judged",
     "judge_record",
     "match_of_record",
@@ -40,6 +41,11 @@ __all__ = [
 ]
 
 Judged = MatchReport | Damage  # what is found at one place of a record file
+
+# Verdicts one request may ask for. A 4 MiB message of real matches holds ~850 classic ones;
+# of empty frames or empty records it could hold a million, each judged by the reference
+# (~40 µs): this bound keeps a request under half a second of CPU.
+MAX_VERDICTS = 10_000
 
 
 def _form(record: svc.Record) -> str:
@@ -144,7 +150,9 @@ def record_verdicts(record: svc.Record) -> list[Judged]:
     form = _form(record)
     if _payload(record, form) is not None:
         return [judge_record(record)]
-    items = list(_file_verdicts(record, form))
+    items = list(islice(_file_verdicts(record, form), MAX_VERDICTS + 1))
+    if len(items) > MAX_VERDICTS:
+        raise _too_many(record.name)
     if not items:
         raise BadRequestError(
             f"the {'json text' if form == 'json' else '.krec file'} holds no record"
@@ -152,6 +160,13 @@ def record_verdicts(record: svc.Record) -> list[Judged]:
     if len(items) == 1 and isinstance(items[0], Damage):
         raise _damage_error(items[0])
     return items
+
+
+def _too_many(name: str) -> LimitError:
+    return LimitError(
+        f"{name or 'the request'}: more than {MAX_VERDICTS} records and damaged stretches "
+        "to judge in one message (kingrec_service.records.MAX_VERDICTS); send them in pieces"
+    )
 
 
 def _file_verdicts(record: svc.Record, form: str) -> Iterator[Judged]:
@@ -165,7 +180,11 @@ def stream_verdicts(records: Sequence[svc.Record]) -> list[Judged]:
     """The verdicts of a ValidateStream request's records, in order, each record judged on
     its own as ``record_verdicts`` judges it; a record that cannot be read gets damage in its
     place instead of failing the request (BAD_REQUEST for an empty one or a file of no
-    record). Frames' bytes and messages go through the compiled checker in batches."""
+    record). Frames' bytes and messages go through the compiled checker in batches.
+    ``LimitError`` for a request of more than ``MAX_VERDICTS`` verdicts (nothing judged
+    past them)."""
+    if len(records) > MAX_VERDICTS:
+        raise _too_many("")
     out: list[Judged] = []
     payloads: list[bytes] = []
     locations: list[Location] = []
@@ -191,11 +210,13 @@ def stream_verdicts(records: Sequence[svc.Record]) -> list[Judged]:
         elif payload is not None:
             out.append(Damage(at, "LIMIT_EXCEEDED", _too_large(payload)))
         else:
-            start = len(out)
+            start, room = len(out), MAX_VERDICTS - len(out)
             try:
-                out.extend(_file_verdicts(record, form))
+                out.extend(islice(_file_verdicts(record, form), room + 1))
             except KingrecError as exc:  # no record file, or JSON text that is no object
                 out.append(Damage(at, exc.code, str(exc)))
+            if len(out) > MAX_VERDICTS:
+                raise _too_many(record.name)
             if len(out) == start:
                 what = "json text" if form == "json" else ".krec file"
                 out.append(Damage(at, "BAD_REQUEST", f"the {what} holds no record"))

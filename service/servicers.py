@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import grpc
 
 from kingrec.boundary import ruleset_from_proto
+from kingrec.container import MAGIC
 from kingrec.v1 import service_pb2 as svc
 
 from ._pb import service_pb2_grpc
@@ -62,7 +63,12 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
     async def Validate(
         self, request: svc.ValidateRequest, context: Context
     ) -> svc.ValidateResponse:
-        return validate_response(request.record)
+        record = request.record
+        form = record.WhichOneof("form")
+        if form == "json" or (form == "krec" and record.krec.startswith(MAGIC)):
+            # A whole file may hold thousands of records: judged off the event loop.
+            return await asyncio.to_thread(validate_response, record)
+        return validate_response(record)  # one record: judged in a blink
 
     async def ValidateStream(
         self, request_iterator: AsyncIterable[svc.ValidateStreamRequest], context: Context
@@ -70,7 +76,9 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         async with aclosing(_until(request_iterator, self.hub.stopping)) as requests:
             index = 0
             async for request in requests:
-                for response in stream_responses(index, request.records):
+                # Up to MAX_VERDICTS records a message: judged off the event loop.
+                responses = await asyncio.to_thread(_listed, index, request)
+                for response in responses:
                     yield response
                 index += 1
 
@@ -188,6 +196,10 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
     ) -> svc.GetMatchResponse:
         match = await get_stored(self._store("reading a stored match"), request.match_id)
         return svc.GetMatchResponse(match=match)
+
+
+def _listed(index: int, request: svc.ValidateStreamRequest) -> list[svc.ValidateStreamResponse]:
+    return list(stream_responses(index, request.records))
 
 
 async def _until(requests: AsyncIterable[R], stopping: asyncio.Event) -> AsyncGenerator[R]:

@@ -325,6 +325,36 @@ def test_validate_stream_splits_verdicts_that_do_not_fit_in_one_response(
     assert "ValidateStream" in _details(error)
 
 
+def test_a_message_of_more_verdicts_than_the_bound_is_refused_and_the_server_goes_on(
+    stub: KingrecServiceStub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """4 MiB of empty frames would be a quarter of a million records for the reference to
+    judge: a message may ask for MAX_VERDICTS verdicts (made small here: the server is in
+    this process), by its records or by the records of a file in it."""
+    monkeypatch.setattr("kingrec_service.records.MAX_VERDICTS", 30)
+    path = tmp_path / "empties.krec"
+    with KrecWriter.open(path) as writer:
+        for _ in range(31):
+            writer.write(b"")
+    file = svc.Record(krec=path.read_bytes(), name="empties.krec")
+    few = svc.Record(krec=CLASSIC.SerializeToString())
+    calls = [
+        lambda: stub.Validate(svc.ValidateRequest(record=file)),
+        lambda: list(stub.ValidateStream(iter([svc.ValidateStreamRequest(records=[file])]))),
+        lambda: list(stub.ValidateStream(iter([svc.ValidateStreamRequest(records=[few] * 31)]))),
+        lambda: list(
+            stub.ValidateStream(iter([svc.ValidateStreamRequest(records=[few] * 10 + [file])]))
+        ),
+    ]
+    for call in calls:
+        error = _error(call)
+        assert _code(error) == grpc.StatusCode.INVALID_ARGUMENT
+        assert _trailer(error, "kingrec-code") == "LIMIT_EXCEEDED"
+        assert "MAX_VERDICTS" in _details(error)
+    answers = list(stub.ValidateStream(iter([svc.ValidateStreamRequest(records=[few] * 30)])))
+    assert sum(len(a.verdicts) for a in answers) == 30
+
+
 def test_a_record_over_kingrecs_bounds_gets_a_limit_report_like_the_cli(
     stub: KingrecServiceStub,
 ) -> None:
