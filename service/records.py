@@ -197,6 +197,8 @@ def stream_verdicts(records: Sequence[svc.Record]) -> list[Judged]:
     for record in records:
         form = record.WhichOneof("form")
         payload = None if form is None else _payload(record, form)
+        if len(out) + len(payloads) >= MAX_VERDICTS:
+            raise _too_many(record.name)
         if payload is not None and len(payload) <= MAX_FRAME_BYTES:
             payloads.append(payload)
             locations.append(Location(record.name, 0, FILE_HEADER_SIZE))

@@ -144,6 +144,9 @@ class StoreGateway:
         )
         try:
             prepared, written = pipeline.submit(batch)
+        except duckdb.Error as exc:  # its lookups of stored records failed
+            _fail_all(jobs, self._store_error(exc))
+            return
         except BaseException as exc:  # a bug: every request in the transaction hears of it
             _fail_all(jobs, exc)
             if not isinstance(exc, Exception):
@@ -151,10 +154,13 @@ class StoreGateway:
             return
         written.add_done_callback(lambda done: self._settle(jobs, prepared, done))
 
+    def _store_error(self, exc: duckdb.Error) -> StoreError:
+        return StoreError(f"{self.path}: the store could not be written: {exc}")
+
     def _settle(self, jobs: list[_Job], prepared: Prepared, written: Future[None]) -> None:
         exc = written.exception()
         if isinstance(exc, duckdb.Error):
-            exc = StoreError(f"{self.path}: the store could not be written: {exc}")
+            exc = self._store_error(exc)
         if exc is not None:
             _fail_all(jobs, exc)
             return

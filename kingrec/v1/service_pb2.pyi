@@ -449,6 +449,9 @@ class ValidateStreamRequest(_message.Message):
         """Each record is judged as Validate judges it, on its own: a record repeated
         in two of them is not a DUPLICATE_RECORD (within one file it is). A record
         that cannot be read, or an empty one, gets a damage verdict in its place.
+        A message may ask for at most 10,000 verdicts (its records, and the records
+        and damaged stretches of the files in it; a file given to Validate too):
+        more is refused with LIMIT_EXCEEDED, which ends the stream.
         """
 
     def __init__(
