@@ -72,6 +72,7 @@ _ORIGINS = {
     "StoreError": ".errors",
     "StoreLockedError": ".errors",
     "StoreVersionError": ".errors",
+    "StoreWriteAbortedError": ".errors",
     # the store
     "Store": ".store",
 }
@@ -103,6 +104,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "StoreVersionError",
+    "StoreWriteAbortedError",
     "UnreadableFileError",
     "UnsupportedVersionError",
     "build_match",
@@ -146,6 +148,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ lo
     from .errors import StoreError as StoreError
     from .errors import StoreLockedError as StoreLockedError
     from .errors import StoreVersionError as StoreVersionError
+    from .errors import StoreWriteAbortedError as StoreWriteAbortedError
     from .errors import UnreadableFileError as UnreadableFileError
     from .errors import UnsupportedVersionError as UnsupportedVersionError
     from .findings import MatchReport as MatchReport

@@ -5,7 +5,7 @@
 ``ColumnBuilder.add`` reads one serialized ``kingrec.v1.Match`` in place (``_v1wire``,
 ``_wire``), replays its deals with the compiled core (``_core.pxd``) and appends its rows to
 growing C buffers: the match's own row, its players, deals, tricks and plays (their facts
-packed into the codes of ``kingrec.store.schema.PACKED``), and its bytes in pieces. ``take``
+packed into the codes of ``kingrec.store.packed.PACKED``), and its bytes in pieces. ``take``
 hands every buffer over, uncopied, laid out as ``kingrec.store.columns`` describes, for
 pyarrow to wrap as is. The pure-Python twin is ``kingrec.store.rows``; tests hold the two to
 identical tables. A record whose wire bytes this reader does not fully understand is left to
@@ -25,7 +25,8 @@ from kingrec._wire cimport (
     WT_LEN, WT_VARINT, enum32, length_delimited, skip_field, tag, u32, utf8_ok, varint,
 )
 
-from kingrec.store.schema import PACKED, RECORD_CHUNK
+from kingrec.store.packed import PACKED
+from kingrec.store.schema import RECORD_CHUNK
 
 __all__ = ["ColumnBuilder"]
 
@@ -206,7 +207,7 @@ cdef int64_t NO_TIME = -0x8000000000000000  # the null sentinel of start_time
 cdef Py_ssize_t CHUNK = RECORD_CHUNK  # a record's bytes are stored in pieces this long
 
 
-# -- packed codes: one fact's place in a 64-bit code, read from kingrec.store.schema.PACKED ---
+# -- packed codes: one fact's place in a 64-bit code, read from kingrec.store.packed.PACKED ---
 
 cdef struct Fact:
     int low

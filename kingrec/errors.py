@@ -26,6 +26,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "StoreVersionError",
+    "StoreWriteAbortedError",
     "UnreadableFileError",
     "UnsupportedVersionError",
 ]
@@ -133,6 +134,11 @@ class StoreError(KingrecError):
     """A store (DuckDB file) that cannot be opened or written: missing, locked, not a store."""
 
     code = "STORE_ERROR"
+
+
+class StoreWriteAbortedError(StoreError):
+    """A batch rolled back unwritten because a batch submitted before it failed to commit
+    (it was prepared counting that one's records as stored)."""
 
 
 class StoreLockedError(StoreError):

@@ -39,6 +39,7 @@ __all__ = [
     "note_duplicate",
     "validate_frames",
     "validate_payload",
+    "validate_payloads",
     "validate_runs",
 ]
 
@@ -139,6 +140,29 @@ def validate_payload(payload: bytes, location: Location | None = None) -> MatchR
     if verdict is not None:
         return _clean_report(verdict, location)
     return judge_payload(payload, location)
+
+
+def validate_payloads(
+    payloads: Sequence[bytes],
+    locations: Sequence[Location],
+    *,
+    twins: _twins.Twins | None = None,
+) -> list[MatchReport | Damage]:
+    """``validate_payload`` of each serialized Match, each judged on its own (no
+    DUPLICATE_RECORD between them), the clean ones in one compiled call per ``BATCH``."""
+    checker = checker_of(twins)
+    engine = (twins or _twins.ACTIVE).engine
+    out: list[MatchReport | Damage] = []
+    for start in range(0, len(payloads), BATCH):
+        chunk = payloads[start : start + BATCH]
+        verdicts = checker.check_batch(chunk) if checker is not None else [None] * len(chunk)
+        for i, verdict in enumerate(verdicts, start):
+            out.append(
+                _clean_report(verdict, locations[i])
+                if verdict is not None
+                else judge_payload(payloads[i], locations[i], engine)
+            )
+    return out
 
 
 def judge_payload(

@@ -9,17 +9,20 @@ from typing import Any
 
 from kingrec.findings import Finding, Location, MatchReport, Severity
 from kingrec.jsonl import report_line
+from kingrec.records import Damage
 from kingrec.store.ingest import DUPLICATE, REJECTED, STORED, STORED_INVALID, RecordVerdict
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 
 __all__ = [
+    "damage_to_proto",
     "finding_to_proto",
     "location_to_proto",
     "rejected_verdict",
     "report_json",
     "report_to_proto",
     "stored_summary",
+    "verdict_into",
     "verdict_to_proto",
 ]
 
@@ -48,24 +51,51 @@ def finding_to_proto(finding: Finding) -> svc.Finding:
 
 
 def location_to_proto(location: Location) -> svc.Location:
-    msg = svc.Location(file=location.file)
+    msg = svc.Location()
+    _location_into(msg, location)
+    return msg
+
+
+def _location_into(msg: svc.Location, location: Location) -> None:
+    msg.file = location.file
     if location.frame is not None:
         msg.frame = location.frame
     if location.offset is not None:
         msg.offset = location.offset
     if location.line is not None:
         msg.line = location.line
-    return msg
 
 
 def report_to_proto(report: MatchReport) -> svc.Report:
-    return svc.Report(
-        match_id=report.match_id,
-        location=location_to_proto(report.location),
-        valid=report.valid,
-        deals=report.deals,
-        findings=[finding_to_proto(f) for f in report.findings],
-    )
+    msg = svc.Report()
+    _report_into(msg, report)
+    return msg
+
+
+def _report_into(msg: svc.Report, report: MatchReport) -> None:
+    # Filled in place: a message handed to a constructor or a repeated field is copied,
+    # which is most of what a clean report costs (ValidateStream makes one per record).
+    msg.match_id = report.match_id
+    _location_into(msg.location, report.location)
+    msg.valid = report.valid
+    msg.deals = report.deals
+    if report.findings:
+        msg.findings.extend(finding_to_proto(f) for f in report.findings)
+
+
+def damage_to_proto(damage: Damage) -> svc.Damage:
+    msg = svc.Damage(code=damage.code, message=damage.message)
+    _location_into(msg.location, damage.location)
+    return msg
+
+
+def verdict_into(msg: svc.Verdict, item: MatchReport | Damage) -> None:
+    """A report or damage as the one verdict of a place in the records judged, filled into
+    ``msg`` (e.g. ``response.verdicts.add()``)."""
+    if isinstance(item, Damage):
+        msg.damage.CopyFrom(damage_to_proto(item))
+    else:
+        _report_into(msg.report, item)
 
 
 def report_json(report: MatchReport) -> str:

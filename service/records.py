@@ -1,6 +1,8 @@
 """A ``kingrec.v1.Record`` (one record as a message, .krec bytes or a JSON line) read by
 the library: judged the way ``kingrec validate`` judges a file holding only that record, or
-decoded for a replay.
+decoded for a replay. A record given as a whole .krec file or as JSON Lines text may hold
+many records: ``record_verdicts`` judges them all (Validate), ``stream_verdicts`` the records
+of a ValidateStream request, each on its own.
 
 A record that cannot be read at all raises ``UnreadableRecordError`` with the damage's code
 (FRAME_UNDECODABLE, JSON_INVALID, LIMIT_EXCEEDED, …); a file that is no record file raises
@@ -10,13 +12,14 @@ the library's ``RecordFileError``.
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator, Sequence
 from itertools import islice
 
 from google.protobuf.message import DecodeError
 
 from kingrec.container import FILE_HEADER_SIZE, MAGIC
-from kingrec.errors import LimitError
-from kingrec.fastcheck import validate_payload
+from kingrec.errors import KingrecError, LimitError
+from kingrec.fastcheck import validate_payload, validate_payloads
 from kingrec.findings import CleanMatches, Location, MatchReport
 from kingrec.jsonl import loads_match
 from kingrec.limits import MAX_FRAME_BYTES, check_match_limits, scan_match_limits
@@ -27,7 +30,22 @@ from kingrec.validation import validate_records
 
 from .errors import BadRequestError, UnreadableRecordError
 
-__all__ = ["judge_record", "match_of_record", "payload_of_record"]
+__all__ = [
+    "MAX_VERDICTS",
+    "Judged",
+    "judge_record",
+    "match_of_record",
+    "payload_of_record",
+    "record_verdicts",
+    "stream_verdicts",
+]
+
+Judged = MatchReport | Damage  # what is found at one place of a record file
+
+# Verdicts one request may ask for. A 4 MiB message of real matches holds ~850 classic ones;
+# of empty frames or empty records it could hold a million, each judged by the reference
+# (~40 µs): this bound keeps a request under half a second of CPU.
+MAX_VERDICTS = 10_000
 
 
 def _form(record: svc.Record) -> str:
@@ -41,17 +59,22 @@ def _payload(record: svc.Record, form: str) -> bytes | None:
     """The serialized Match of a record given as one (None: a file or JSON text)."""
     if form == "match":
         return record.match.SerializeToString()
-    if form == "krec" and not record.krec.startswith(MAGIC):
-        return record.krec
+    if form == "krec":
+        data = record.krec  # a copy each time it is read
+        return None if data.startswith(MAGIC) else data
     return None
+
+
+def _too_large(payload: bytes) -> str:
+    return (
+        f"the record is {len(payload)} bytes long; a .krec frame holds at most "
+        f"{MAX_FRAME_BYTES} (kingrec.limits.MAX_FRAME_BYTES)"
+    )
 
 
 def _check_frame_size(payload: bytes) -> None:
     if len(payload) > MAX_FRAME_BYTES:
-        raise LimitError(
-            f"the record is {len(payload)} bytes long; a .krec frame holds at most "
-            f"{MAX_FRAME_BYTES} (kingrec.limits.MAX_FRAME_BYTES)"
-        )
+        raise LimitError(_too_large(payload))
 
 
 def _not_a_match(payload: bytes) -> UnreadableRecordError:
@@ -116,6 +139,91 @@ def judge_record(record: svc.Record) -> MatchReport:
         raise _damage_error(only)
     assert isinstance(only, MatchReport)
     return only
+
+
+def record_verdicts(record: svc.Record) -> list[Judged]:
+    """Every verdict ``kingrec validate --json --all`` gives for a file holding this record,
+    in order: one report for a match, a frame's bytes or a file of one record; for a whole
+    .krec file or JSON Lines text of many, each record's report and each damaged stretch.
+    Raises as ``judge_record`` for what holds no record at all (a file of nothing but one
+    damaged stretch is unreadable, as before)."""
+    form = _form(record)
+    if _payload(record, form) is not None:
+        return [judge_record(record)]
+    items = list(islice(_file_verdicts(record, form), MAX_VERDICTS + 1))
+    if len(items) > MAX_VERDICTS:
+        raise _too_many(record.name)
+    if not items:
+        raise BadRequestError(
+            f"the {'json text' if form == 'json' else '.krec file'} holds no record"
+        )
+    if len(items) == 1 and isinstance(items[0], Damage):
+        raise _damage_error(items[0])
+    return items
+
+
+def _too_many(name: str) -> LimitError:
+    return LimitError(
+        f"{name or 'the request'}: more than {MAX_VERDICTS} records and damaged stretches "
+        "to judge in one message (kingrec_service.records.MAX_VERDICTS); send them in pieces"
+    )
+
+
+def _file_verdicts(record: svc.Record, form: str) -> Iterator[Judged]:
+    for item in validate_records(_file(record, form)):
+        if isinstance(item, CleanMatches):  # only with count_clean, which is not asked for
+            raise AssertionError("validate_records counted a record it was asked to report")
+        yield item
+
+
+def stream_verdicts(records: Sequence[svc.Record]) -> list[Judged]:
+    """The verdicts of a ValidateStream request's records, in order, each record judged on
+    its own as ``record_verdicts`` judges it; a record that cannot be read gets damage in its
+    place instead of failing the request (BAD_REQUEST for an empty one or a file of no
+    record). Frames' bytes and messages go through the compiled checker in batches.
+    ``LimitError`` for a request of more than ``MAX_VERDICTS`` verdicts (nothing judged
+    past them)."""
+    if len(records) > MAX_VERDICTS:
+        raise _too_many("")
+    out: list[Judged] = []
+    payloads: list[bytes] = []
+    locations: list[Location] = []
+
+    def flush() -> None:
+        out.extend(validate_payloads(payloads, locations))
+        payloads.clear()
+        locations.clear()
+
+    for record in records:
+        form = record.WhichOneof("form")
+        payload = None if form is None else _payload(record, form)
+        if len(out) + len(payloads) >= MAX_VERDICTS:
+            raise _too_many(record.name)
+        if payload is not None and len(payload) <= MAX_FRAME_BYTES:
+            payloads.append(payload)
+            locations.append(Location(record.name, 0, FILE_HEADER_SIZE))
+            continue
+        flush()
+        at = Location(record.name)
+        if form is None:
+            out.append(
+                Damage(at, "BAD_REQUEST", "the record is empty: give it as match, krec or json")
+            )
+        elif payload is not None:
+            out.append(Damage(at, "LIMIT_EXCEEDED", _too_large(payload)))
+        else:
+            start, room = len(out), MAX_VERDICTS - len(out)
+            try:
+                out.extend(islice(_file_verdicts(record, form), room + 1))
+            except KingrecError as exc:  # no record file, or JSON text that is no object
+                out.append(Damage(at, exc.code, str(exc)))
+            if len(out) > MAX_VERDICTS:
+                raise _too_many(record.name)
+            if len(out) == start:
+                what = "json text" if form == "json" else ".krec file"
+                out.append(Damage(at, "BAD_REQUEST", f"the {what} holds no record"))
+    flush()
+    return out
 
 
 def match_of_record(record: svc.Record) -> pb.Match:

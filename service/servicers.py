@@ -11,19 +11,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
+from kingrec.container import MAGIC
 from kingrec.v1 import service_pb2 as svc
 
 from ._pb import service_pb2_grpc
-from .convert import report_json, report_to_proto
 from .errors import BadRequestError, NoStoreError, ShuttingDownError
 from .events import response
 from .live import Hub, LiveMatch
 from .querying import query_stream
-from .records import judge_record, match_of_record
+from .records import match_of_record
 from .replaying import check_pace, check_seat, paced, replay_events
 from .storage import StoreGateway
 from .stored import get_stored, list_stored
 from .uploads import upload_responses
+from .validating import stream_responses, validate_response
 
 __all__ = ["KingrecServicer"]
 
@@ -57,8 +58,24 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
     async def Validate(
         self, request: svc.ValidateRequest, context: Context
     ) -> svc.ValidateResponse:
-        report = judge_record(request.record)
-        return svc.ValidateResponse(report=report_to_proto(report), report_json=report_json(report))
+        record = request.record
+        form = record.WhichOneof("form")
+        if form == "json" or (form == "krec" and record.krec.startswith(MAGIC)):
+            # A whole file may hold thousands of records: judged off the event loop.
+            return await asyncio.to_thread(validate_response, record)
+        return validate_response(record)  # one record: judged in a blink
+
+    async def ValidateStream(
+        self, request_iterator: AsyncIterable[svc.ValidateStreamRequest], context: Context
+    ) -> AsyncIterator[svc.ValidateStreamResponse]:
+        async with aclosing(_until(request_iterator, self.hub.stopping)) as requests:
+            index = 0
+            async for request in requests:
+                # Up to MAX_VERDICTS records a message: judged off the event loop.
+                responses = await asyncio.to_thread(_listed, index, request)
+                for response in responses:
+                    yield response
+                index += 1
 
     async def Replay(  # type: ignore[override]  # responses go out encoded (see Encoded)
         self, request: svc.ReplayRequest, context: Context
@@ -178,6 +195,10 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
     ) -> svc.GetMatchResponse:
         match = await get_stored(self._store("reading a stored match"), request.match_id)
         return svc.GetMatchResponse(match=match)
+
+
+def _listed(index: int, request: svc.ValidateStreamRequest) -> list[svc.ValidateStreamResponse]:
+    return list(stream_responses(index, request.records))
 
 
 async def _until(requests: AsyncIterable[R], stopping: asyncio.Event) -> AsyncGenerator[R]:

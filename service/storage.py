@@ -4,9 +4,11 @@ DuckDB lets one process write a file, and one connection holds one transaction a
 every write (uploads from every stream, finished live matches) goes through ONE thread that
 owns the store (``kingrec.store.Store``). Requests waiting for it are taken together, up to
 ``BATCH_MATCHES`` records of one source, into one transaction (group commit: many small
-messages cost what one large one does); each request's future is resolved with its verdicts
-only once that transaction is committed, so nothing is acknowledged that a crash could lose,
-and a failed transaction fails only the requests in it (nothing of them stored).
+messages cost what one large one does), and fed to the same pipelined ingest as ``kingrec
+ingest`` (``kingrec.store.pipeline``): a transaction is judged and built while the ones
+before it are written. Each request's future is resolved with its verdicts only once its
+transaction is committed, so nothing is acknowledged that a crash could lose; a failed
+transaction fails the requests in it and those prepared behind it (nothing of them stored).
 
 Reads (queries, listings, a stored record) run on connections of their own
 (``Store.reader``) in a small thread pool, so they see committed data and never wait for
@@ -16,10 +18,11 @@ the writer, and the event loop never waits for DuckDB.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -28,7 +31,8 @@ import duckdb
 from kingrec.errors import StoreError
 from kingrec.findings import Location
 from kingrec.store import Store
-from kingrec.store.ingest import RecordVerdict
+from kingrec.store.ingest import Batch, Prepared, RecordVerdict
+from kingrec.store.pipeline import IngestPipeline
 from kingrec.store.store import BATCH_MATCHES
 
 __all__ = ["QueryLimits", "StoreGateway"]
@@ -67,6 +71,8 @@ class StoreGateway:
         self.path = store.path
         self.limits = limits
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        # Made here, before any reader: the writer thread is the only one that submits to it.
+        self._pipeline = store.pipeline(stop_on_failure=False)
         self._writer = threading.Thread(target=self._write_loop, name="kingrec-store-writer")
         self._readers = ThreadPoolExecutor(READERS, thread_name_prefix="kingrec-store-reader")
         # Readers are made from a connection that runs nothing, never from the writer's.
@@ -97,6 +103,14 @@ class StoreGateway:
         return done
 
     def _write_loop(self) -> None:
+        try:
+            self._gather(self._pipeline)
+        finally:
+            # Waits for every commit; each failure went to its requests already.
+            with contextlib.suppress(Exception):
+                self._pipeline.close()
+
+    def _gather(self, pipeline: IngestPipeline) -> None:
         held: _Job | None = None  # a job taken that belongs to the next transaction
         while True:
             job = held if held is not None else self._jobs.get()
@@ -111,37 +125,49 @@ class StoreGateway:
                 except queue.Empty:
                     break
                 if more is None:  # stop, once this transaction is committed
-                    self._commit(jobs)
+                    self._submit(pipeline, jobs)
                     return
                 if more.source != job.source:
                     held = more
                     break
                 jobs.append(more)
                 size += len(more.payloads)
-            self._commit(jobs)
+            self._submit(pipeline, jobs)
 
-    def _commit(self, jobs: list[_Job]) -> None:
-        payloads = [p for job in jobs for p in job.payloads]
-        locations = [loc for job in jobs for loc in job.locations]
+    def _submit(self, pipeline: IngestPipeline, jobs: list[_Job]) -> None:
+        """Jobs into one transaction of the pipeline (prepared now, while the transactions
+        before it are written); each job's future is settled once it is committed."""
+        batch = Batch(
+            jobs[0].source,
+            [p for job in jobs for p in job.payloads],
+            [loc for job in jobs for loc in job.locations],
+        )
         try:
-            verdicts = self.store.ingest_payloads(
-                payloads, source=jobs[0].source, locations=locations
-            )
-        except duckdb.Error as exc:
-            failure = StoreError(f"{self.path}: the store could not be written: {exc}")
-            for job in jobs:
-                job.loop.call_soon_threadsafe(_fail, job.done, failure)
+            prepared, written = pipeline.submit(batch)
+        except duckdb.Error as exc:  # its lookups of stored records failed
+            _fail_all(jobs, self._store_error(exc))
             return
         except BaseException as exc:  # a bug: every request in the transaction hears of it
-            for job in jobs:
-                job.loop.call_soon_threadsafe(_fail, job.done, exc)
+            _fail_all(jobs, exc)
             if not isinstance(exc, Exception):
                 raise
+            return
+        written.add_done_callback(lambda done: self._settle(jobs, prepared, done))
+
+    def _store_error(self, exc: duckdb.Error) -> StoreError:
+        return StoreError(f"{self.path}: the store could not be written: {exc}")
+
+    def _settle(self, jobs: list[_Job], prepared: Prepared, written: Future[None]) -> None:
+        exc = written.exception()
+        if isinstance(exc, duckdb.Error):
+            exc = self._store_error(exc)
+        if exc is not None:
+            _fail_all(jobs, exc)
             return
         start = 0
         for job in jobs:
             end = start + len(job.payloads)
-            job.loop.call_soon_threadsafe(_settle, job.done, verdicts[start:end])
+            job.loop.call_soon_threadsafe(_settle, job.done, prepared.verdicts[start:end])
             start = end
 
     # -- reads ----------------------------------------------------------------------------
@@ -218,6 +244,11 @@ class _Steps(Generic[T]):
     def close(self) -> None:
         """Close the iterator and its connection once no step runs (does not wait)."""
         self._gateway._readers.submit(self._close)
+
+
+def _fail_all(jobs: list[_Job], exc: BaseException) -> None:
+    for job in jobs:
+        job.loop.call_soon_threadsafe(_fail, job.done, exc)
 
 
 def _retrieved(done: asyncio.Future[list[RecordVerdict]]) -> None:

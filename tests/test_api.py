@@ -65,6 +65,7 @@ PUBLIC = [
     "StoreError",
     "StoreLockedError",
     "StoreVersionError",
+    "StoreWriteAbortedError",
     # the store
     "Store",
 ]

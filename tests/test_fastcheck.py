@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kingrec import _engine_py, fastcheck
+from kingrec import _engine_py, _twins, fastcheck
 from kingrec.boundary import ruleset_from_proto, ruleset_to_proto
 from kingrec.container import KrecWriter
 from kingrec.contracts import PENALTY_MASKS, Contract
@@ -703,3 +703,24 @@ def test_random_record_edits_are_judged_like_the_reference(name: str, seed: int)
     else:
         deal.auto_plays.append(rng.randrange(len(deal.plays) + 1))
     _assert_same_as_reference(match.SerializeToString())
+
+
+def test_validate_payloads_judges_each_record_alone_as_validate_payload_does(
+    twins: _twins.Twins,
+) -> None:
+    """Many serialized matches in one call: clean, invalid, undecodable and the same record
+    twice, each with the verdict the reference gives it alone (no DUPLICATE_RECORD)."""
+    clean = simulate_match(PRESETS["classic"], 3).SerializeToString()
+    broken = pb.Match.FromString(clean)
+    broken.deals[0].plays = bytes(reversed(broken.deals[0].plays))
+    payloads = [clean, broken.SerializeToString(), b"\x00\xffnot a match", clean] * 100
+    locations = [Location("r", i, 12) for i in range(len(payloads))]
+    got = fastcheck.validate_payloads(payloads, locations, twins=twins)
+    assert len(got) == len(payloads)
+    for item, payload, location in zip(got, payloads, locations, strict=True):
+        alone = fastcheck.judge_payload(payload, location, twins.engine)
+        assert item == alone
+    assert isinstance(got[2], Damage) and got[2].code == "FRAME_UNDECODABLE"
+    report = got[1]
+    assert isinstance(report, MatchReport) and not report.valid
+    assert all(isinstance(r, MatchReport) and not r.findings for r in got[0::4] + got[3::4])

@@ -200,10 +200,10 @@ def test_validate_takes_a_match_its_bytes_a_krec_file_or_a_json_line(
         (svc.Record(json='{"match_id": "x", "deals": [}'), "JSON_INVALID"),
         (svc.Record(json="[1, 2]"), "JSON_INVALID"),
         (svc.Record(json="not json at all"), "JSON_INVALID"),
-        (svc.Record(krec=(SAMPLES / "valid" / "classic.krec").read_bytes()), "BAD_REQUEST"),
+        (svc.Record(krec=(SAMPLES / "valid" / "classic.krec").read_bytes()[:12]), "BAD_REQUEST"),
     ],
     ids=["empty", "garbage", "newer-krec", "json-type", "json-syntax", "json-array", "text",
-         "two-records"],
+         "no-record"],
 )  # fmt: skip
 def test_validate_refuses_what_is_not_one_record_with_invalid_argument_and_its_code(
     stub: KingrecServiceStub, record: svc.Record, code: str
@@ -212,6 +212,191 @@ def test_validate_refuses_what_is_not_one_record_with_invalid_argument_and_its_c
     assert _code(error) == grpc.StatusCode.INVALID_ARGUMENT
     assert _trailer(error, "kingrec-code") == code
     assert _details(error)
+
+
+def _mixed_file(path: Path) -> Path:
+    """A .krec file of many records: valid, invalid, one repeated, one undecodable frame,
+    and a last frame whose checksum no longer matches (damage)."""
+    valid = _matches("valid/classic.krec") + _matches("valid/short.krec")
+    invalid = _matches("invalid/must-follow-suit.krec")
+    with KrecWriter.open(path) as writer:
+        for m in [*valid, *invalid, valid[0]]:
+            writer.write_match(m)
+        writer.write(b"\xff\xff\xff")  # passes its checksums, is no Match
+        writer.write_match(valid[-1])
+    data = bytearray(path.read_bytes())
+    data[-10] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _cli_lines(path: Path) -> list[dict[str, object]]:
+    """`kingrec validate --json --all` of a file: its match and damage lines."""
+    result = subprocess.run(
+        [str(KINGREC), "validate", "--json", "--all", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    return [line for line in lines if line["type"] in ("match", "damage")]
+
+
+def _as_line(verdict: svc.Verdict) -> dict[str, object]:
+    """A verdict as the CLI's --json line of the same thing."""
+    if verdict.HasField("damage"):
+        d, loc = verdict.damage, verdict.damage.location
+        return {
+            "type": "damage",
+            "file": loc.file,
+            "frame": loc.frame if loc.HasField("frame") else None,
+            "offset": loc.offset if loc.HasField("offset") else None,
+            "line": loc.line if loc.HasField("line") else None,
+            "code": d.code,
+            "message": d.message,
+        }
+    r = verdict.report
+    return {
+        "type": "match",
+        "match_id": r.match_id,
+        "frame": r.location.frame,
+        "offset": r.location.offset,
+        "valid": r.valid,
+        "deals": r.deals,
+        "codes": [f.code for f in r.findings],
+        "messages": [f.message for f in r.findings],
+    }
+
+
+def _cli_as_line(line: dict[str, object]) -> dict[str, object]:
+    if line["type"] == "damage":
+        return line
+    findings = line["findings"]
+    assert isinstance(findings, list)
+    return {
+        "type": "match",
+        "match_id": line["match_id"],
+        "frame": line["frame"],
+        "offset": line["offset"],
+        "valid": line["valid"],
+        "deals": line["deals"],
+        "codes": [f["code"] for f in findings],
+        "messages": [f["message"] for f in findings],
+    }
+
+
+def test_validate_of_a_krec_file_of_many_records_gives_a_verdict_per_record_like_the_cli(
+    stub: KingrecServiceStub, tmp_path: Path
+) -> None:
+    path = _mixed_file(tmp_path / "mixed.krec")
+    expected = [_cli_as_line(line) for line in _cli_lines(path)]
+    record = svc.Record(krec=path.read_bytes(), name=str(path))
+    response = stub.Validate(svc.ValidateRequest(record=record))
+    assert [_as_line(v) for v in response.verdicts] == expected
+    kinds = [line["type"] == "damage" or line["valid"] for line in expected]
+    assert kinds.count(True) >= 3 and False in kinds and "DUPLICATE_RECORD" in str(expected)
+    assert not response.HasField("report") and not response.report_json
+    # JSON Lines text of many records too, one verdict per line.
+    text = "\n".join(dumps_match(m) for m in [*_matches("valid/short.krec"), CLASSIC]) + "\n"
+    lines = stub.Validate(svc.ValidateRequest(record=svc.Record(json=text, name="x.jsonl")))
+    assert [v.report.location.line for v in lines.verdicts] == [1, 2, 3][: len(lines.verdicts)]
+    assert len(lines.verdicts) == len(_matches("valid/short.krec")) + 1
+
+
+def test_validate_of_one_record_gives_its_report_and_the_same_as_its_one_verdict(
+    stub: KingrecServiceStub,
+) -> None:
+    response = stub.Validate(svc.ValidateRequest(record=svc.Record(match=CLASSIC)))
+    assert [v.report for v in response.verdicts] == [response.report]
+    assert response.report.valid and json.loads(response.report_json)["type"] == "match"
+
+
+def test_validate_stream_answers_each_request_in_order_with_a_verdict_per_record(
+    stub: KingrecServiceStub, tmp_path: Path
+) -> None:
+    path = _mixed_file(tmp_path / "mixed.krec")
+    file_lines = [_cli_as_line(line) for line in _cli_lines(path)]
+    invalid = _matches("invalid/must-follow-suit.krec")[0]
+    first = [
+        svc.Record(krec=CLASSIC.SerializeToString(), name="a"),
+        svc.Record(match=invalid, name="b"),
+        svc.Record(krec=CLASSIC.SerializeToString(), name="c"),  # alone: no duplicate
+        svc.Record(name="empty"),
+        svc.Record(krec=b"\x00\xffgarbage\x07", name="junk"),
+        svc.Record(json="[1, 2]", name="array"),
+    ]
+    second = [svc.Record(krec=path.read_bytes(), name=str(path))]
+    requests = [svc.ValidateStreamRequest(records=rs) for rs in (first, second, [])]
+    responses = list(stub.ValidateStream(iter(requests)))
+    assert [(r.request, r.done) for r in responses] == [(0, True), (1, True), (2, True)]
+    one = responses[0].verdicts
+    alone = [stub.Validate(svc.ValidateRequest(record=r)).report for r in first[:3]]
+    assert [v.report for v in one[:3]] == alone
+    assert [v.report.valid for v in one[:3]] == [True, False, True]
+    assert [(v.damage.location.file, v.damage.code) for v in one[3:]] == [
+        ("empty", "BAD_REQUEST"),
+        ("junk", "FRAME_UNDECODABLE"),
+        ("array", "JSON_INVALID"),
+    ]
+    assert [_as_line(v) for v in responses[1].verdicts] == file_lines
+    assert not responses[2].verdicts
+
+
+def test_validate_stream_splits_verdicts_that_do_not_fit_in_one_response(
+    stub: KingrecServiceStub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The server is in this process: a small response budget shows the split."""
+    monkeypatch.setattr("kingrec_service.validating.VERDICT_BYTES", 1000)
+    records = [svc.Record(krec=CLASSIC.SerializeToString(), name=f"r{i}") for i in range(40)]
+    request = svc.ValidateStreamRequest(records=records)
+    responses = list(stub.ValidateStream(iter([request, request])))
+    for index in (0, 1):
+        mine = [r for r in responses if r.request == index]
+        assert len(mine) >= 2
+        assert [r.done for r in mine] == [False] * (len(mine) - 1) + [True]
+        assert all(r.ByteSize() < 1200 for r in mine)
+        files = [v.report.location.file for r in mine for v in r.verdicts]
+        assert files == [f"r{i}" for i in range(40)]
+    # Validate has one response only: a file whose verdicts do not fit is refused.
+    path = tmp_path / "many.krec"
+    with KrecWriter.open(path) as writer:
+        for _ in range(40):
+            writer.write_match(CLASSIC)
+    record = svc.Record(krec=path.read_bytes())
+    error = _error(lambda: stub.Validate(svc.ValidateRequest(record=record)))
+    assert _code(error) == grpc.StatusCode.INVALID_ARGUMENT
+    assert _trailer(error, "kingrec-code") == "LIMIT_EXCEEDED"
+    assert "ValidateStream" in _details(error)
+
+
+def test_a_message_of_more_verdicts_than_the_bound_is_refused_and_the_server_goes_on(
+    stub: KingrecServiceStub, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """4 MiB of empty frames would be a quarter of a million records for the reference to
+    judge: a message may ask for MAX_VERDICTS verdicts (made small here: the server is in
+    this process), by its records or by the records of a file in it."""
+    monkeypatch.setattr("kingrec_service.records.MAX_VERDICTS", 30)
+    path = tmp_path / "empties.krec"
+    with KrecWriter.open(path) as writer:
+        for _ in range(31):
+            writer.write(b"")
+    file = svc.Record(krec=path.read_bytes(), name="empties.krec")
+    few = svc.Record(krec=CLASSIC.SerializeToString())
+    calls = [
+        lambda: stub.Validate(svc.ValidateRequest(record=file)),
+        lambda: list(stub.ValidateStream(iter([svc.ValidateStreamRequest(records=[file])]))),
+        lambda: list(stub.ValidateStream(iter([svc.ValidateStreamRequest(records=[few] * 31)]))),
+        lambda: list(
+            stub.ValidateStream(iter([svc.ValidateStreamRequest(records=[few] * 10 + [file])]))
+        ),
+    ]
+    for call in calls:
+        error = _error(call)
+        assert _code(error) == grpc.StatusCode.INVALID_ARGUMENT
+        assert _trailer(error, "kingrec-code") == "LIMIT_EXCEEDED"
+        assert "MAX_VERDICTS" in _details(error)
+    answers = list(stub.ValidateStream(iter([svc.ValidateStreamRequest(records=[few] * 30)])))
+    assert sum(len(a.verdicts) for a in answers) == 30
 
 
 def test_a_record_over_kingrecs_bounds_gets_a_limit_report_like_the_cli(

@@ -33,7 +33,8 @@ from kingrec.rules import PRESETS, RevokeRule, preset
 from kingrec.simulate import simulate_match
 from kingrec.store import Store
 from kingrec.store.columns import arrow_tables
-from kingrec.store.schema import PACKED, RECORD_CHUNK, SCHEMA_VERSION, VERDICTS
+from kingrec.store.packed import PACKED
+from kingrec.store.schema import RECORD_CHUNK, SCHEMA_VERSION, VERDICTS
 from kingrec.v1 import record_pb2 as pb
 from kingrec.validation import validate_file
 

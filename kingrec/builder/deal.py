@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from .._engine_types import END_INCOMPLETE, LEGAL, NOT_IN_HAND, PlayedDeal
 from ..boundary import deal_to_proto, end_to_proto
@@ -14,9 +14,6 @@ from ..game import DealPlay
 from ..rules import RevokeRule
 from ..v1 import record_pb2 as pb
 from .inputs import CardLike, read_card, read_milliseconds
-
-if TYPE_CHECKING:
-    from .match import MatchBuilder
 
 __all__ = ["DealBuilder"]
 
@@ -33,11 +30,16 @@ class DealBuilder:
     ``play`` each card in order; the deal ends by itself after thirteen tricks or when the
     last penalty card falls (ruleset ``early_end``). ``legal_cards`` says what the seat to
     play may play. Once ``over``, the match builder takes the next deal.
+
+    The match is known only through two calls it hands over, so the dependency runs one way
+    (match.py builds deals; deal.py knows nothing of matches): ``check_open`` raises when the
+    match is closed, ``on_over`` takes the deal once it has ended.
     """
 
     def __init__(
         self,
-        owner: MatchBuilder,
+        check_open: Callable[[], None],
+        on_over: Callable[[DealBuilder], None],
         number: int,
         hands: bytes,
         declarer: int,
@@ -46,7 +48,8 @@ class DealBuilder:
         trump_think_ms: int | None,
         play: DealPlay,
     ) -> None:
-        self._owner = owner
+        self._check_open = check_open
+        self._on_over = on_over
         self.number = number
         """The deal's number in the match, 1-based."""
         self.declarer = declarer
@@ -156,7 +159,7 @@ class DealBuilder:
 
     def _before_play(self, card: object, think_ms: int | None) -> tuple[int, str]:
         """Checks common to every play; the play's index and how errors name it."""
-        self._owner._check_open()
+        self._check_open()
         index = len(self._plays)
         where = self._where(index)
         if self.over:
@@ -183,7 +186,7 @@ class DealBuilder:
         if auto:
             self._auto.append(index)
         if self._state.over:
-            self._owner._close_deal(self)
+            self._on_over(self)
 
     def _record(self) -> pb.Deal:
         """The deal as the record holds it (once it is over)."""

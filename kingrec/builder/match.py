@@ -193,7 +193,15 @@ class MatchBuilder:
             self._first = declarer
         self._started = number
         self._current = DealBuilder(
-            self, number, cards, declarer, chosen, suit, trump_think_ms, state
+            self._check_open,
+            self._close_deal,
+            number,
+            cards,
+            declarer,
+            chosen,
+            suit,
+            trump_think_ms,
+            state,
         )
         return self._current
 

@@ -2,7 +2,7 @@
 
 Both column builders (``kingrec._columns_c`` and its twin ``kingrec.store.rows``) hand over
 each column as bytes: fixed-width values in native byte order, strings as Arrow's offsets
-and data; the facts of plays and tricks come packed into the codes of ``schema.PACKED`` and
+and data; the facts of plays and tricks come packed into the codes of ``packed.PACKED`` and
 each seat's hand as a 52-bit set. Nulls are sentinels (255 in a UTINYINT column, the largest
 value in others, 0 for a hand) and enum values are codes; here, with vectorised Arrow
 compute and no copy of the column bytes, sentinels become validity bitmaps and codes become

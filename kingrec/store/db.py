@@ -23,9 +23,9 @@ from .schema import (
     SUITS,
     comments,
     create_statements,
-    upgrade_statements,
     view_statements,
 )
+from .upgrades import upgrade_statements
 
 __all__ = ["DEFAULT_DB", "MIGRATIONS", "connect", "default_path"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -357,8 +357,14 @@ def _batch_tables(
     return batches
 
 
-def write_prepared(con: duckdb.DuckDBPyConnection, prepared: Prepared) -> None:
-    """Write a prepared batch in one transaction (all of it or, on any error, nothing)."""
+def write_prepared(
+    con: duckdb.DuckDBPyConnection,
+    prepared: Prepared,
+    *,
+    before: Callable[[], None] | None = None,
+) -> None:
+    """Write a prepared batch in one transaction (all of it or, on any error, nothing).
+    ``before`` is called once the rows are in, just before the commit (raise: roll back)."""
     con.execute("BEGIN")
     try:
         for name, table in prepared.tables.items():
@@ -368,6 +374,8 @@ def write_prepared(con: duckdb.DuckDBPyConnection, prepared: Prepared) -> None:
             con.execute(statement)
         con.execute("INSERT INTO findings SELECT * FROM batch_findings")
         con.execute("INSERT INTO damage SELECT * FROM batch_damage")
+        if before is not None:
+            before()
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")

@@ -19,7 +19,8 @@ from ..contracts import Contract
 from ..events import CardPlayed, DealEnded, TrickWon, deal_events
 from ..rules import Ruleset
 from ..v1 import record_pb2 as pb
-from .schema import RECORD_CHUNK, pack
+from .packed import pack
+from .schema import RECORD_CHUNK
 
 __all__ = ["ColumnBuilder"]
 
@@ -30,7 +31,7 @@ NO_THINK = 0xFFFFFFFF
 _VERDICT = {name: code for code, name in enumerate(VERDICT_NAMES)}
 
 # column -> array typecode (the C layout: native byte order); the *_code columns are packed
-# as kingrec.store.schema.PACKED lays them out, held_* are 52-bit card sets (0: not a deck)
+# as kingrec.store.packed.PACKED lays them out, held_* are 52-bit card sets (0: not a deck)
 _TYPES = {
     "matches": {
         "match_key": "Q", "ruleset": "I", "format_version": "I", "status": "B",

@@ -9,15 +9,19 @@ trumps, a deal each seat's hand and suit lengths. The same DDL is docs/STORE.md'
 
 The file is written in DuckDB's v1.5.0 storage format (``STORAGE_VERSION``) so the stock
 DuckDB CLI most users have (the ``duckdb-cli`` package, 1.5.x) opens it without kingrec.
+
+The packed codes the plays, tricks and deals are stored in are ``packed``'s; the upgrades of
+older stores are ``upgrades``'.
 """
 
 from __future__ import annotations
 
 from ..contracts import Contract
+from .packed import PACKED, packed_comment, unpacked
 
 __all__ = [
+    "DEAL_FACTS",
     "ENUMS",
-    "PACKED",
     "RECORD_CHUNK",
     "SCHEMA_VERSION",
     "STORAGE_VERSION",
@@ -26,10 +30,7 @@ __all__ = [
     "VIEWS",
     "comments",
     "create_statements",
-    "pack",
-    "packed_sql",
-    "unpacked",
-    "upgrade_statements",
+    "create_table",
     "view_columns",
     "view_statements",
 ]
@@ -79,67 +80,12 @@ ENUMS: dict[str, tuple[str, ...]] = {
     "broken_rule": VERDICTS,
 }
 
-# Packed columns. DuckDB's append costs about the same per value whatever the value's width
-# (measured: ~40 ns per value per column, most of it compressing), and a play has ten small
-# facts: stored as two 64-bit codes, a deal costs ~170 stored values instead of ~730. Each
-# code is (fact, lowest bit, bits). Both column builders pack with this table, the upgrade
-# packs in SQL with it and the views unpack with it. Facts are stored as: trump, its suit's
-# code + 1 (0: none); contract, its number (0: none); took, the seat (7: the trick stayed
-# open); broke, the rule's code + 1 (0: a legal play); think, think_ms + 1 (0: not recorded).
-PACKED: dict[str, tuple[tuple[str, int, int], ...]] = {
-    "deal_code": (("trump", 0, 3), ("contract", 3, 3), ("deal", 6, 10), ("match_key", 16, 48)),
-    "play_code": (
-        ("card", 0, 8), ("seat", 8, 2), ("play", 10, 8), ("legal", 18, 4), ("took", 22, 3),
-        ("auto", 25, 1), ("broke", 26, 4), ("think", 30, 32),
-    ),
-    "trick_code": (
-        ("cards", 0, 24), ("trick", 24, 8), ("leader", 32, 2), ("winner", 34, 2),
-        ("units", 36, 8),
-    ),
-}  # fmt: skip
-
-
-def pack(code: str, facts: dict[str, int]) -> int:
-    """``facts`` (their stored values) packed into ``code``; a value too wide for its bits is
-    cut to them rather than spill into the next."""
-    return sum((facts[name] & ((1 << bits) - 1)) << low for name, low, bits in PACKED[code])
-
-
-_ABOUT_PACKED = {
-    "deal_code": "the match, deal, contract and trumps of the row, packed",
-    "play_code": "card, seat, play, legal, took, auto, broke and think_ms, packed",
-    "trick_code": "the four cards (6 bits each), trick, leader, winner and units, packed",
-}
-
-
-def _packed_comment(code: str) -> str:
-    fields = ", ".join(f"{name} bits {low}-{low + bits - 1}" for name, low, bits in PACKED[code])
-    return f"{_ABOUT_PACKED[code]} ({fields}; the view unpacks it)"
-
-
-def unpacked(code: str, fact: str, skip: int = 0, width: int | None = None) -> str:
-    """SQL for one fact of a packed column (a UBIGINT), or for ``width`` of its bits from its
-    ``skip``-th (one mask and one shift: DuckDB does not merge them, measured)."""
-    low, bits = next((low, bits) for name, low, bits in PACKED[code] if name == fact)
-    low, bits = low + skip, min(bits - skip, width or 64)
-    shifted = f"({code} >> {low})" if low else code
-    return shifted if low + bits == 64 else f"({shifted} & {(1 << bits) - 1})"
-
 
 def _enum_at(enum: str, index: str) -> str:
     """SQL for the ``enum`` value numbered ``index`` from 1 (NULL for 0 or out of range): a
     constant list, indexed by a small number, is what DuckDB does fastest (measured)."""
     values = ", ".join(f"'{v}'" for v in ENUMS[enum])
     return f"([{values}]::{enum}[])[CAST({index} AS UTINYINT)]"
-
-
-def packed_sql(code: str, facts: dict[str, str]) -> str:
-    """SQL that packs ``facts`` (fact -> SQL of its stored value) into ``code``."""
-    parts = [
-        f"(CAST({facts[name]} AS UBIGINT) << {low})" if low else f"CAST({facts[name]} AS UBIGINT)"
-        for name, low, _ in PACKED[code]
-    ]
-    return f"CAST({' | '.join(parts)} AS UBIGINT)"
 
 
 # The compression of the packed columns is chosen, not left to DuckDB's analysis of every
@@ -276,13 +222,13 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("trump_length", "UTINYINT", "koz: how many trumps the declarer held"),
     ],
     "tricks_base": [
-        ("deal_code", _DEAL_CODE, _packed_comment("deal_code")),
-        ("trick_code", _CODE, _packed_comment("trick_code")),
+        ("deal_code", _DEAL_CODE, packed_comment("deal_code")),
+        ("trick_code", _CODE, packed_comment("trick_code")),
         ("points", "INTEGER", "units times the contract's unit score"),
     ],
     "plays_base": [
-        ("deal_code", _DEAL_CODE, _packed_comment("deal_code")),
-        ("play_code", _CODE, _packed_comment("play_code")),
+        ("deal_code", _DEAL_CODE, packed_comment("deal_code")),
+        ("play_code", _CODE, packed_comment("play_code")),
     ],
     "findings": [
         ("match_key", "UBIGINT", "the match"),
@@ -400,14 +346,14 @@ def _suits(seat: int) -> tuple[str, str, str]:
     )
 
 
-_DEAL_FACTS = [c for c in TABLES["deals_base"] if c[0] != "trump_length" and c[0][:5] != "held_"]
+DEAL_FACTS = [c for c in TABLES["deals_base"] if c[0] != "trump_length" and c[0][:5] != "held_"]
 
 VIEWS: dict[str, tuple[str, str, list[tuple[str, str | None, str]]]] = {
     "deals": (
         "One row per deal: contract, declarer, trumps, how it ended, scores, hands.",
         "deals_base",
         [
-            *((name, None, "") for name, _, _ in _DEAL_FACTS),
+            *((name, None, "") for name, _, _ in DEAL_FACTS),
             *(_hand(seat) for seat in range(4)),
             *(_suits(seat) for seat in range(4)),
             ("trump_length", None, ""),
@@ -540,7 +486,7 @@ def create_statements() -> list[str]:
         f"CREATE TYPE {name} AS ENUM ({', '.join(repr(v) for v in values)})"
         for name, values in ENUMS.items()
     ]
-    out += [_create_table(table) for table in TABLES]
+    out += [create_table(table) for table in TABLES]
     out += view_statements()
     out.append(
         "CREATE MACRO card_name(c) AS "
@@ -549,7 +495,7 @@ def create_statements() -> list[str]:
     return out
 
 
-def _create_table(table: str) -> str:
+def create_table(table: str) -> str:
     body = ",\n    ".join(f"{name} {kind}" for name, kind, _ in TABLES[table])
     return f"CREATE TABLE {table} (\n    {body}\n)"
 
@@ -569,89 +515,6 @@ def comments() -> list[str]:
 def view_statements() -> list[str]:
     """DDL that (re)creates every view, e.g. after an upgrade changed their tables."""
     return [f"CREATE OR REPLACE VIEW {name} AS {_view_sql(name)}" for name in VIEWS]
-
-
-# A dealt deck in held_* form: every card code's bit set once.
-_FULL_DECK = (1 << 52) - 1
-
-
-def upgrade_statements(version: int) -> list[str]:
-    """What brings the tables of a store of schema ``version`` to the next version
-    (db.MIGRATIONS); the views and comments are made anew afterwards."""
-    if version == 1:
-        return [
-            "DROP VIEW IF EXISTS plays",
-            "CREATE TABLE plays_v2 AS SELECT match_key, deal, play, seat, card, contract, trump, "
-            "legal, CAST(coalesce(CAST(took AS INTEGER), 7) | CASE WHEN auto THEN 8 ELSE 0 END "
-            "| (coalesce(enum_code(broke) + 1, 0) << 4) AS UTINYINT) AS flags, think_ms "
-            "FROM plays_base",
-            "DROP TABLE plays_base",
-            "ALTER TABLE plays_v2 RENAME TO plays_base",
-            "CREATE TABLE tricks_base AS SELECT match_key, deal, trick, contract, leader, "
-            "winner, units, points, CAST(CAST(card_0 AS UINTEGER) | (CAST(card_1 AS UINTEGER) "
-            "<< 6) | (CAST(card_2 AS UINTEGER) << 12) | (CAST(card_3 AS UINTEGER) << 18) AS "
-            "UINTEGER) AS cards FROM tricks",
-            "DROP TABLE tricks",
-        ]
-    if version == 2:
-        deal_code = packed_sql(
-            "deal_code",
-            {
-                "trump": "coalesce(enum_code(trump) + 1, 0)",
-                "contract": "coalesce(enum_code(contract) + 1, 0)",
-                "deal": "deal",
-                "match_key": "match_key",
-            },
-        )
-        play_code = packed_sql(
-            "play_code",
-            {
-                **{name: name for name in ("card", "seat", "play", "legal")},
-                "took": "flags & 7",
-                "auto": "(flags >> 3) & 1",
-                "broke": "flags >> 4",
-                "think": "coalesce(CAST(think_ms AS UBIGINT) + 1, 0)",
-            },
-        )
-        trick_code = packed_sql(
-            "trick_code", {name: name for name in ("cards", "trick", "leader", "winner", "units")}
-        )
-        masks = ", ".join(
-            f"list_reduce(list_transform(hand_{s}, lambda c: CASE WHEN c < 52 THEN "
-            f"CAST(1 AS UBIGINT) << c ELSE CAST(0 AS UBIGINT) END), lambda a, b: a | b) AS h{s}"
-            for s in range(4)
-        )
-        held = ", ".join(
-            f"CASE WHEN (h0 | h1 | h2 | h3) = {_FULL_DECK} THEN h{s} END AS held_{s}"
-            for s in range(4)
-        )
-        facts = ", ".join(name for name, _, _ in _DEAL_FACTS)
-        # The new tables as a new store makes them (their compression chosen), then filled.
-        return [
-            "DROP VIEW IF EXISTS plays",
-            "DROP VIEW IF EXISTS tricks",
-            "ALTER TABLE plays_base RENAME TO plays_v2",
-            _create_table("plays_base"),
-            f"INSERT INTO plays_base SELECT {deal_code}, {play_code} FROM plays_v2",
-            "DROP TABLE plays_v2",
-            "ALTER TABLE tricks_base RENAME TO tricks_v2",
-            _create_table("tricks_base"),
-            # Tricks of schema 2 carry no trumps: their deal's.
-            f"INSERT INTO tricks_base SELECT {deal_code}, {trick_code}, points "
-            "FROM (SELECT t.*, d.trump FROM tricks_v2 t JOIN deals d USING (match_key, deal))",
-            "DROP TABLE tricks_v2",
-            _create_table("deals_base"),
-            f"INSERT INTO deals_base SELECT {facts}, {held}, trump_length "
-            f"FROM (SELECT *, {masks} FROM deals)",
-            "DROP TABLE deals",
-        ]
-    if version == 3:  # a record in one piece: RECORD_CHUNK is how ingest cuts, not a bound
-        return [
-            _create_table("records_base"),
-            "INSERT INTO records_base SELECT match_key, 0, record FROM records",
-            "DROP TABLE records",
-        ]
-    raise KeyError(version)
 
 
 def _sql(text: str) -> str:

@@ -7,11 +7,8 @@ again completes it with nothing stored twice.
 
 from __future__ import annotations
 
-import queue
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
@@ -30,16 +27,13 @@ from .ingest import (
     STORED,
     STORED_INVALID,
     Batch,
-    Prepared,
     RecordVerdict,
-    new_builder,
-    prepare_batch,
     store_batch,
-    write_prepared,
 )
+from .pipeline import WRITERS, IngestPipeline
 from .query import QueryResult, run_query
 
-__all__ = ["BATCH_MATCHES", "IngestSummary", "Store"]
+__all__ = ["BATCH_MATCHES", "WRITERS", "IngestSummary", "Store"]
 
 # Records per transaction. Bigger batches cost fewer commits and write more of a batch's rows
 # straight into the file (DuckDB's row groups hold 122,880 rows; smaller appends go through
@@ -48,7 +42,6 @@ __all__ = ["BATCH_MATCHES", "IngestSummary", "Store"]
 # (and wall) per deal: 11.2 (14.6) µs at 4000, 8.8 (11.0) at 6500, 8.7 (11.1) at 8000; peak
 # memory of a 30,000-match ingest 533 MiB at 4000, 693 at 6500, 764 at 8000.
 BATCH_MATCHES = 6500
-WRITERS = 2  # transactions written at once by ingest_file
 
 
 @dataclass
@@ -123,6 +116,14 @@ class Store:
 
     # -- ingest -------------------------------------------------------------------------
 
+    def pipeline(
+        self, twins: _twins.Twins | None = None, *, stop_on_failure: bool = True
+    ) -> IngestPipeline:
+        """A pipelined ingest into this store (``kingrec.store.pipeline``): submit batches,
+        each committed in order while the next is prepared. Close it (or leave its ``with``)
+        before using the store's other ingest calls."""
+        return IngestPipeline(self, twins, stop_on_failure=stop_on_failure)
+
     def _key(self) -> int:
         if self._next_key is None:
             rows = self.con.execute(
@@ -174,41 +175,21 @@ class Store:
         """
         summary = summary or IngestSummary()
         began = time.perf_counter()
-        lookups = self.con.cursor()  # prepare_batch's reads, beside the writers' transactions
-        builder = new_builder(twins)
-        writing: deque[tuple[Future[None], Prepared]] = deque()
-        # A batch is prepared (judged, built) while the two before it are written, each in a
-        # transaction of its own on a connection of its own: DuckDB lets go of the GIL while
-        # it writes, and while one transaction waits on the disk at commit the other appends.
-        with (
-            open_records(path) as records,
-            _Cursors(self.con, WRITERS) as cursors,
-            ThreadPoolExecutor(WRITERS) as writer,  # left first: waits for the writes
-        ):
+        # A batch is prepared (judged, built) while the ones before it are written (see
+        # kingrec.store.pipeline); the first failed write stops the ingest.
+        with open_records(path) as records, IngestPipeline(self, twins) as pipeline:
             summary.files += 1
-            try:
-                for batch in _batches(records, batch_matches):
-                    for damage in batch.damage:
-                        summary.damaged += 1
-                        if len(summary.damage) < 100:
-                            summary.damage.append(damage)
-                    pending = [prepared for _, prepared in writing]
-                    prepared = prepare_batch(
-                        lookups, batch, self._key(), twins=twins, pending=pending, builder=builder
-                    )
-                    self._next_key = self._key() + prepared.stored
-                    summary.deals += prepared.tables["batch_deals"].num_rows
-                    if len(writing) == WRITERS:
-                        writing.popleft()[0].result()
-                    writing.append((writer.submit(cursors.write, prepared), prepared))
-                    for verdict in prepared.verdicts:
-                        summary.count(verdict)
-                    if progress is not None:
-                        progress(records.bytes_read)
-                while writing:
-                    writing.popleft()[0].result()
-            finally:
-                lookups.close()
+            for batch in _batches(records, batch_matches):
+                for damage in batch.damage:
+                    summary.damaged += 1
+                    if len(summary.damage) < 100:
+                        summary.damage.append(damage)
+                prepared, _ = pipeline.submit(batch)
+                summary.deals += prepared.tables["batch_deals"].num_rows
+                for verdict in prepared.verdicts:
+                    summary.count(verdict)
+                if progress is not None:
+                    progress(records.bytes_read)
         summary.seconds += time.perf_counter() - began
         return summary
 
@@ -296,30 +277,6 @@ class Store:
         for key, *player in rows:
             out[key].append((player[0], player[1], player[2], player[3]))
         return out
-
-
-class _Cursors:
-    """A connection of its own for each writer thread (one transaction each at a time)."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection, count: int) -> None:
-        self._free: queue.SimpleQueue[duckdb.DuckDBPyConnection] = queue.SimpleQueue()
-        self._all = [con.cursor() for _ in range(count)]
-        for cursor in self._all:
-            self._free.put(cursor)
-
-    def write(self, prepared: Prepared) -> None:
-        cursor = self._free.get()
-        try:
-            write_prepared(cursor, prepared)
-        finally:
-            self._free.put(cursor)
-
-    def __enter__(self) -> _Cursors:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for cursor in self._all:
-            cursor.close()
 
 
 def _batches(records: RecordFile, size: int) -> Iterator[Batch]:

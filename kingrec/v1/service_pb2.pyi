@@ -143,11 +143,13 @@ class Record(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     krec: _builtins.bytes
     """A serialized Match (the payload of a .krec frame), or a whole .krec file
-    holding exactly one record (bytes starting with the .krec magic).
+    (bytes starting with the .krec magic). Validate and ValidateStream judge
+    every record of a file; Upload and Replay take a file of one record.
     """
     json: _builtins.str
     """One JSON record: a line of JSON Lines, or one pretty-printed match, in
     kingrec's friendly form or protobuf's standard JSON (docs/FORMAT.md §4).
+    Validate and ValidateStream also take JSON Lines text of many records.
     """
     name: _builtins.str
     """The file name the report's location names ("" for none). The location is
@@ -342,6 +344,69 @@ class Report(_message.Message):
 Global___Report: _TypeAlias = Report  # noqa: Y015
 
 @_typing.final
+class Damage(_message.Message):
+    """A stretch of a record file that holds no readable record
+    (kingrec.records.Damage), or a record of a request that cannot be read.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LOCATION_FIELD_NUMBER: _builtins.int
+    CODE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
+    code: _builtins.str
+    """FRAME_CORRUPT, FRAME_TRUNCATED, FRAME_UNDECODABLE, JSON_INVALID,
+    LIMIT_EXCEEDED, NOT_KREC, UNSUPPORTED_VERSION, BAD_REQUEST (an empty record)
+    """
+    message: _builtins.str
+    @_builtins.property
+    def location(self) -> Global___Location: ...
+    def __init__(
+        self,
+        *,
+        location: Global___Location | None = ...,
+        code: _builtins.str = ...,
+        message: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["location", b"location"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["code", b"code", "location", b"location", "message", b"message"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Damage: _TypeAlias = Damage  # noqa: Y015
+
+@_typing.final
+class Verdict(_message.Message):
+    """What was found at one place of the records judged: a record's report, or
+    damage. In file order, as `kingrec validate --json --all` lists them.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REPORT_FIELD_NUMBER: _builtins.int
+    DAMAGE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def report(self) -> Global___Report: ...
+    @_builtins.property
+    def damage(self) -> Global___Damage: ...
+    def __init__(
+        self,
+        *,
+        report: Global___Report | None = ...,
+        damage: Global___Damage | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["damage", b"damage", "report", b"report", "verdict", b"verdict"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["damage", b"damage", "report", b"report", "verdict", b"verdict"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_verdict: _TypeAlias = _typing.Literal["report", "damage"]  # noqa: Y015
+    _WhichOneofArgType_verdict: _TypeAlias = _typing.Literal["verdict", b"verdict"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_verdict) -> _WhichOneofReturnType_verdict | None: ...
+
+Global___Verdict: _TypeAlias = Verdict  # noqa: Y015
+
+@_typing.final
 class ValidateRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -367,26 +432,100 @@ class ValidateResponse(_message.Message):
 
     REPORT_FIELD_NUMBER: _builtins.int
     REPORT_JSON_FIELD_NUMBER: _builtins.int
+    VERDICTS_FIELD_NUMBER: _builtins.int
     report_json: _builtins.str
     """The same report as the JSON line `kingrec validate --json --all` prints
     for it, byte for byte in UTF-8, without the newline ({"type":"match",
     "match_id":...,"findings":[...]}, compact, U+2028/U+2029/U+0085 escaped).
     """
     @_builtins.property
-    def report(self) -> Global___Report: ...
+    def report(self) -> Global___Report:
+        """For a record holding one match (a message, a frame's bytes, a file or JSON
+        text of one record): its report. Unset for a file of several records or of
+        damage besides its record.
+        """
+
+    @_builtins.property
+    def verdicts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Verdict]:
+        """Every verdict, in file order: the one report above, or for a file of many
+        records each record's report and each damaged stretch. A file whose
+        verdicts would not fit in one response (4 MiB) is refused with
+        LIMIT_EXCEEDED: send it in pieces through ValidateStream.
+        """
+
     def __init__(
         self,
         *,
         report: Global___Report | None = ...,
         report_json: _builtins.str = ...,
+        verdicts: _abc.Iterable[Global___Verdict] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["report", b"report"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["report", b"report", "report_json", b"report_json"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["report", b"report", "report_json", b"report_json", "verdicts", b"verdicts"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ValidateResponse: _TypeAlias = ValidateResponse  # noqa: Y015
+
+@_typing.final
+class ValidateStreamRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RECORDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def records(self) -> _containers.RepeatedCompositeFieldContainer[Global___Record]:
+        """Each record is judged as Validate judges it, on its own: a record repeated
+        in two of them is not a DUPLICATE_RECORD (within one file it is). A record
+        that cannot be read, or an empty one, gets a damage verdict in its place.
+        A message may ask for at most 10,000 verdicts (its records, and the records
+        and damaged stretches of the files in it; a file given to Validate too):
+        more is refused with LIMIT_EXCEEDED, which ends the stream.
+        """
+
+    def __init__(
+        self,
+        *,
+        records: _abc.Iterable[Global___Record] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["records", b"records"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ValidateStreamRequest: _TypeAlias = ValidateStreamRequest  # noqa: Y015
+
+@_typing.final
+class ValidateStreamResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_FIELD_NUMBER: _builtins.int
+    VERDICTS_FIELD_NUMBER: _builtins.int
+    DONE_FIELD_NUMBER: _builtins.int
+    request: _builtins.int
+    """The request answered (0 for the stream's first), and its verdicts in order:
+    one per record holding one match, one per record and damaged stretch of a
+    file. A request's verdicts may come in several responses; the last one has
+    `done` set.
+    """
+    done: _builtins.bool
+    @_builtins.property
+    def verdicts(self) -> _containers.RepeatedCompositeFieldContainer[Global___Verdict]: ...
+    def __init__(
+        self,
+        *,
+        request: _builtins.int = ...,
+        verdicts: _abc.Iterable[Global___Verdict] | None = ...,
+        done: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["done", b"done", "request", b"request", "verdicts", b"verdicts"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ValidateStreamResponse: _TypeAlias = ValidateStreamResponse  # noqa: Y015
 
 @_typing.final
 class MatchEvent(_message.Message):

@@ -39,6 +39,11 @@ class KingrecServiceStub:
                 request_serializer=kingrec_dot_v1_dot_service__pb2.ValidateRequest.SerializeToString,
                 response_deserializer=kingrec_dot_v1_dot_service__pb2.ValidateResponse.FromString,
                 _registered_method=True)
+        self.ValidateStream = channel.stream_stream(
+                '/kingrec.v1.KingrecService/ValidateStream',
+                request_serializer=kingrec_dot_v1_dot_service__pb2.ValidateStreamRequest.SerializeToString,
+                response_deserializer=kingrec_dot_v1_dot_service__pb2.ValidateStreamResponse.FromString,
+                _registered_method=True)
         self.Replay = channel.unary_stream(
                 '/kingrec.v1.KingrecService/Replay',
                 request_serializer=kingrec_dot_v1_dot_service__pb2.ReplayRequest.SerializeToString,
@@ -81,6 +86,17 @@ class KingrecServiceServicer:
 
     def Validate(self, request, context):
         """Judge one record: the report `kingrec validate --json --all` prints for it.
+        A record given as a whole .krec file or as JSON Lines text may hold many
+        records: then every one of them is judged (`verdicts`).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ValidateStream(self, request_iterator, context):
+        """Judge many records per message, at the speed of the compiled checker: each
+        request's records are answered, in order, by one or more responses (more
+        when the verdicts would not fit in one), before the next request's.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -151,6 +167,11 @@ def add_KingrecServiceServicer_to_server(servicer, server):
                     request_deserializer=kingrec_dot_v1_dot_service__pb2.ValidateRequest.FromString,
                     response_serializer=kingrec_dot_v1_dot_service__pb2.ValidateResponse.SerializeToString,
             ),
+            'ValidateStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.ValidateStream,
+                    request_deserializer=kingrec_dot_v1_dot_service__pb2.ValidateStreamRequest.FromString,
+                    response_serializer=kingrec_dot_v1_dot_service__pb2.ValidateStreamResponse.SerializeToString,
+            ),
             'Replay': grpc.unary_stream_rpc_method_handler(
                     servicer.Replay,
                     request_deserializer=kingrec_dot_v1_dot_service__pb2.ReplayRequest.FromString,
@@ -214,6 +235,33 @@ class KingrecService:
             '/kingrec.v1.KingrecService/Validate',
             kingrec_dot_v1_dot_service__pb2.ValidateRequest.SerializeToString,
             kingrec_dot_v1_dot_service__pb2.ValidateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ValidateStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/kingrec.v1.KingrecService/ValidateStream',
+            kingrec_dot_v1_dot_service__pb2.ValidateStreamRequest.SerializeToString,
+            kingrec_dot_v1_dot_service__pb2.ValidateStreamResponse.FromString,
             options,
             channel_credentials,
             insecure,

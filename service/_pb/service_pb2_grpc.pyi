@@ -95,7 +95,15 @@ class KingrecServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> KingrecServiceAsyncStub: ...
     Validate: _grpc.UnaryUnaryMultiCallable[_service_pb2.ValidateRequest, _service_pb2.ValidateResponse]
-    """Judge one record: the report `kingrec validate --json --all` prints for it."""
+    """Judge one record: the report `kingrec validate --json --all` prints for it.
+    A record given as a whole .krec file or as JSON Lines text may hold many
+    records: then every one of them is judged (`verdicts`).
+    """
+    ValidateStream: _grpc.StreamStreamMultiCallable[_service_pb2.ValidateStreamRequest, _service_pb2.ValidateStreamResponse]
+    """Judge many records per message, at the speed of the compiled checker: each
+    request's records are answered, in order, by one or more responses (more
+    when the verdicts would not fit in one), before the next request's.
+    """
     Replay: _grpc.UnaryStreamMultiCallable[_service_pb2.ReplayRequest, _service_pb2.ReplayResponse]
     """Replay a record as numbered events, paced as asked, from any deal or
     trick, in full or as one seat saw it.
@@ -127,7 +135,15 @@ class KingrecServiceStub:
 class KingrecServiceAsyncStub(KingrecServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     Validate: _aio.UnaryUnaryMultiCallable[_service_pb2.ValidateRequest, _service_pb2.ValidateResponse]  # type: ignore[assignment]
-    """Judge one record: the report `kingrec validate --json --all` prints for it."""
+    """Judge one record: the report `kingrec validate --json --all` prints for it.
+    A record given as a whole .krec file or as JSON Lines text may hold many
+    records: then every one of them is judged (`verdicts`).
+    """
+    ValidateStream: _aio.StreamStreamMultiCallable[_service_pb2.ValidateStreamRequest, _service_pb2.ValidateStreamResponse]  # type: ignore[assignment]
+    """Judge many records per message, at the speed of the compiled checker: each
+    request's records are answered, in order, by one or more responses (more
+    when the verdicts would not fit in one), before the next request's.
+    """
     Replay: _aio.UnaryStreamMultiCallable[_service_pb2.ReplayRequest, _service_pb2.ReplayResponse]  # type: ignore[assignment]
     """Replay a record as numbered events, paced as asked, from any deal or
     trick, in full or as one seat saw it.
@@ -162,7 +178,21 @@ class KingrecServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _service_pb2.ValidateRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_service_pb2.ValidateResponse, _abc.Awaitable[_service_pb2.ValidateResponse]]:
-        """Judge one record: the report `kingrec validate --json --all` prints for it."""
+        """Judge one record: the report `kingrec validate --json --all` prints for it.
+        A record given as a whole .krec file or as JSON Lines text may hold many
+        records: then every one of them is judged (`verdicts`).
+        """
+
+    @_abc_1.abstractmethod
+    def ValidateStream(
+        self,
+        request_iterator: _MaybeAsyncIterator[_service_pb2.ValidateStreamRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_service_pb2.ValidateStreamResponse], _abc.AsyncIterator[_service_pb2.ValidateStreamResponse]]:
+        """Judge many records per message, at the speed of the compiled checker: each
+        request's records are answered, in order, by one or more responses (more
+        when the verdicts would not fit in one), before the next request's.
+        """
 
     @_abc_1.abstractmethod
     def Replay(

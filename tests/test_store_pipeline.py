@@ -1,0 +1,196 @@
+"""The pipelined ingest (kingrec.store.pipeline) that `kingrec ingest` and the server's Upload
+share: transactions commit in order, a failed one takes those prepared behind it with it,
+and the store keeps whole batches only. On real DuckDB files; a write failure is injected
+by wrapping the one function that writes a transaction."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import grpc
+import pytest
+
+from kingrec.container import KrecWriter
+from kingrec.errors import StoreWriteAbortedError
+from kingrec.findings import Location
+from kingrec.rules import preset
+from kingrec.simulate import simulate_match
+from kingrec.store import Store, pipeline
+from kingrec.store.ingest import Batch, write_prepared
+from kingrec.v1 import record_pb2 as pb
+from kingrec.v1 import service_pb2 as svc
+from kingrec_service import ServiceConfig, running_server
+from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
+
+MATCHES = [simulate_match(preset("short"), 500 + i) for i in range(24)]
+
+
+def _payloads(matches: list[pb.Match]) -> list[bytes]:
+    return [m.SerializeToString(deterministic=True) for m in matches]
+
+
+def _batch(matches: list[pb.Match], source: str = "t") -> Batch:
+    payloads = _payloads(matches)
+    return Batch(source, payloads, [Location(source)] * len(payloads))
+
+
+def _failing_on(
+    monkeypatch: pytest.MonkeyPatch, failing: set[int], go: threading.Event | None = None
+) -> Callable[[], list[int]]:
+    """Make the pipeline's n-th write (from 1) in ``failing`` raise a DuckDB I/O error after
+    its rows are appended (once ``go`` is set, if given); returns a function giving the
+    writes made so far, in order."""
+    calls: list[int] = []
+    lock = threading.Lock()
+
+    def write(con: duckdb.DuckDBPyConnection, prepared: Any, **kw: Any) -> None:
+        with lock:
+            calls.append(len(calls) + 1)
+            n = len(calls)
+        if n in failing:
+
+            def fail() -> None:
+                assert go is None or go.wait(30)
+                raise duckdb.IOException("injected: the disk is full")
+
+            write_prepared(con, prepared, before=fail)
+        write_prepared(con, prepared, **kw)
+
+    monkeypatch.setattr(pipeline, "write_prepared", write)
+    return lambda: list(calls)
+
+
+def _stored_ids(store: Store) -> set[str]:
+    return {row[0] for row in store.con.execute("SELECT match_id FROM matches").fetchall()}
+
+
+def test_a_failed_transaction_rolls_back_those_prepared_behind_it_and_keeps_those_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    go = threading.Event()
+    writes = _failing_on(monkeypatch, {2}, go)
+    groups = [MATCHES[0:8], MATCHES[8:16], MATCHES[16:24]]
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        # Closing the pipeline raises the first failure.
+        with pytest.raises(duckdb.IOException), store.pipeline() as ingest:
+            submitted = [ingest.submit(_batch(group)) for group in groups]
+            first, second, third = (written for _, written in submitted)
+            go.set()  # the second fails only once the third was prepared behind it
+            first.result()
+            with pytest.raises(duckdb.IOException):
+                second.result()
+            # The third counted the second's records as stored: it must not commit alone.
+            with pytest.raises(StoreWriteAbortedError, match="transaction before it failed"):
+                third.result()
+        assert writes() == [1, 2, 3]
+        assert _stored_ids(store) == {m.match_id for m in groups[0]}
+        assert store.count("deals") == 8 * 8
+        # Nothing of the failed batches counts as stored: sending them again stores them all.
+        monkeypatch.undo()
+        again = store.ingest_payloads(_payloads(MATCHES), source="again")
+        assert [v.status for v in again] == ["duplicate"] * 8 + ["stored"] * 16
+        assert _stored_ids(store) == {m.match_id for m in MATCHES}
+        keys = store.con.execute("SELECT count(DISTINCT match_key) FROM matches").fetchall()
+        assert keys == [(24,)]
+
+
+def test_ingest_stops_at_a_failed_write_and_a_rerun_completes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "m.krec"
+    with KrecWriter.open(path) as writer:
+        for m in MATCHES:
+            writer.write_match(m)
+    _failing_on(monkeypatch, {2})
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        with pytest.raises((duckdb.IOException, StoreWriteAbortedError)):
+            store.ingest_file(str(path), batch_matches=5)
+        assert _stored_ids(store) == {m.match_id for m in MATCHES[:5]}
+        monkeypatch.undo()
+        summary = store.ingest_file(str(path), batch_matches=5)
+        assert (summary.stored, summary.duplicates) == (19, 5)
+        assert store.count("matches") == 24 and store.count("deals") == 24 * 8
+
+
+# -- through the server's Upload ---------------------------------------------------------------
+
+
+def _upload(port: int, matches: list[pb.Match], source: str) -> list[svc.UploadResponse]:
+    request = svc.UploadRequest(records=[svc.Record(match=m) for m in matches], source=source)
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        return list(KingrecServiceStub(channel).Upload(iter([request])))
+
+
+def _count(port: int, source: str) -> int:
+    """Committed matches of ``source``, asked of the server as any client would."""
+    sql = f"SELECT count(*) AS n FROM matches WHERE source = '{source}'"
+    request = svc.QueryRequest(sql=sql, format=svc.QueryRequest.FORMAT_JSON)
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        text = "".join(r.json for r in KingrecServiceStub(channel).Query(request))
+    return int(json.loads(text.splitlines()[0])["n"])
+
+
+@pytest.fixture
+def held_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[tuple[threading.Event, threading.Event]]:
+    """Every write waits, its rows appended, for ``release`` before it commits; ``entered``
+    is set once a write waits."""
+    entered, release = threading.Event(), threading.Event()
+
+    def write(con: duckdb.DuckDBPyConnection, prepared: Any, **kw: Any) -> None:
+        def hold() -> None:
+            entered.set()
+            assert release.wait(30)
+            if kw.get("before") is not None:
+                kw["before"]()
+
+        write_prepared(con, prepared, before=hold)
+
+    monkeypatch.setattr(pipeline, "write_prepared", write)
+    yield entered, release
+    release.set()
+
+
+def test_an_upload_is_answered_only_once_its_transaction_is_committed(
+    tmp_path: Path, held_writes: tuple[threading.Event, threading.Event]
+) -> None:
+    entered, release = held_writes
+    answers: list[svc.UploadResponse] = []
+    with running_server(ServiceConfig(db=str(tmp_path / "s.duckdb"))) as (_, port):
+        client = threading.Thread(target=lambda: answers.extend(_upload(port, MATCHES, "held")))
+        client.start()
+        assert entered.wait(30)
+        # The rows are appended, not committed: no answer, and a reader sees none of them.
+        assert answers == []
+        assert _count(port, "held") == 0
+        release.set()
+        client.join(30)
+        assert [len(a.verdicts) for a in answers] == [24, 0]
+        assert all(v.status == svc.StoreVerdict.STATUS_STORED for v in answers[0].verdicts)
+        assert _count(port, "held") == 24
+
+
+def test_a_failed_transaction_fails_its_upload_and_the_server_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _failing_on(monkeypatch, {1})
+    db = tmp_path / "f.duckdb"
+    with running_server(ServiceConfig(db=str(db))) as (_, port):
+        with pytest.raises(grpc.RpcError) as caught:
+            _upload(port, MATCHES[:10], "lost")
+        error = caught.value
+        assert isinstance(error, grpc.Call)
+        assert error.code() == grpc.StatusCode.UNAVAILABLE
+        assert dict(error.trailing_metadata() or ()).get("kingrec-code") == "STORE_ERROR"
+        assert "could not be written" in (error.details() or "")
+        answers = _upload(port, MATCHES[:10], "kept")
+        assert [v.status for v in answers[0].verdicts] == [svc.StoreVerdict.STATUS_STORED] * 10
+    with Store.open(str(db), read_only=True) as store:
+        rows = store.con.execute("SELECT DISTINCT source FROM matches").fetchall()
+        assert rows == [("kept",)] and store.count("matches") == 10
