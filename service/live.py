@@ -417,7 +417,7 @@ class LiveMatch:
 
     async def _follow(
         self, after: int, delay: float, config: LiveConfig, stopping: asyncio.Event
-    ) -> AsyncGenerator[tuple[int, int, bool]]:
+    ) -> AsyncGenerator[tuple[int, int, bool, Presence | None]]:
         self.viewers += 1
         told = -1  # the presence last told to this viewer
 

@@ -68,7 +68,7 @@ async def watch(request: web.Request) -> web.StreamResponse:
     try:
         await stream.open()
         async with aclosing(follow) as batches:
-            async for start, end, _ in batches:
+            async for start, end, _, _presence in batches:
                 texts = _texts(live, seat, end)
                 events = live.events
                 await stream.send([(events[n].seq, texts[n]) for n in range(start, end)])
