@@ -25,6 +25,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from kingrec.store.query import json_value
+
 from .streams import can_encode, is_terminal
 from .terminal import Terminal
 
@@ -108,20 +110,8 @@ def _text(value: Any) -> str:
 
 
 def _plain(value: Any) -> Any:
-    """A value as JSON holds it."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return _text(value)
+    """A value as JSON holds it: the store's one mapping, the service's FORMAT_JSON too."""
+    return json_value(value)
 
 
 # -- the formats --------------------------------------------------------------------------------
