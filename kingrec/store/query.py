@@ -258,7 +258,7 @@ def _limited(
                 return
             except duckdb.Error as exc:
                 raise _error(exc, stop, max_row_bytes) from None
-            except pa.ArrowException as exc:
+            except (pa.ArrowException, OSError) as exc:  # DuckDB's errors, through Arrow's reader
                 if stop.reason is not None and "interrupt" in str(exc).lower():
                     raise stop.reason from None
                 if _ROW_MARK in str(exc):
