@@ -319,7 +319,8 @@ def test_the_service_and_the_cli_write_the_same_json_for_the_same_values(
         json.loads(line) for line in lines
     ]
     assert json.loads(lines[0])["t"] == "2020-01-01T00:17:50"
-    assert json.loads(lines[0])["b"] == "00ff"
+    assert json.loads(lines[0])["b"] == "00ff" and json.loads(lines[0])["m"] == "1.25"
+    assert json.loads(lines[0])["i"] == {"months": 0, "days": 0, "nanoseconds": 90_000_000_000}
 
 
 # -- point 6: SIGTERM interrupts running queries ------------------------------------------------

@@ -284,9 +284,12 @@ def _limited(
 def json_value(value: Any) -> Any:
     """A SQL value as JSON holds it, the same wherever rows are written as JSON: NULL as
     null; BLOBs as a hex string; times in ISO 8601 (``2020-01-01T00:17:50``); intervals
-    in seconds; decimals and UUIDs as text (exact); NaN and infinities as text."""
+    as ``{"months", "days", "nanoseconds"}`` (Arrow's parts: a month has no fixed length);
+    decimals and UUIDs as text (exact); NaN and infinities as text."""
     if value is None or isinstance(value, bool | int | str):
         return value
+    if isinstance(value, pa.MonthDayNano):
+        return {"months": value.months, "days": value.days, "nanoseconds": value.nanoseconds}
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
     if isinstance(value, bytes | bytearray | memoryview):
