@@ -99,24 +99,29 @@ _SESSION_PREFIXES = ("pg_", "has_", "duckdb_")  # pg_sleep, pg_postmaster_start_
 _HARMLESS = frozenset({"pg_typeof", "pg_size_pretty"})
 
 
-def store_relations(con: duckdb.DuckDBPyConnection) -> tuple[frozenset[str], frozenset[str]]:
-    """The store's own tables and views (lower case), as ``con`` sees them, and the names
-    of every other relation DuckDB knows (system views, other catalogs)."""
+def store_relations(con: duckdb.DuckDBPyConnection) -> frozenset[str]:
+    """The store's own tables and views (lower case), as ``con`` sees them."""
     rows = con.execute(
-        "SELECT table_name, database_name = current_database() AND schema_name = 'main' "
-        "AND NOT temporary FROM duckdb_tables() "
-        "UNION ALL SELECT view_name, database_name = current_database() "
-        "AND schema_name = 'main' AND NOT internal AND NOT temporary FROM duckdb_views()"
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND NOT temporary "
+        "UNION ALL SELECT view_name FROM duckdb_views() WHERE database_name = current_database() "
+        "AND schema_name = 'main' AND NOT internal AND NOT temporary"
     ).fetchall()
-    own = frozenset(str(name).lower() for name, mine in rows if mine)
-    return own, frozenset(str(name).lower() for name, _ in rows) - own
+    return frozenset(str(name).lower() for (name,) in rows)
+
+
+def _known_elsewhere(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether DuckDB knows a relation ``name`` outside the store (a system view…)."""
+    rows = con.execute(
+        "SELECT count(*) FROM (SELECT table_name AS n FROM duckdb_tables() "
+        "UNION ALL SELECT view_name FROM duckdb_views()) WHERE lower(n) = ?",
+        [name],
+    ).fetchall()
+    return bool(rows[0][0])
 
 
 def check_read_only(
-    con: duckdb.DuckDBPyConnection,
-    sql: str,
-    relations: tuple[frozenset[str], frozenset[str]],
-    database: str,
+    con: duckdb.DuckDBPyConnection, sql: str, relations: frozenset[str], database: str
 ) -> None:
     """Refuse ``sql`` (``QueryRefusedError``) unless it only reads ``relations`` of
     ``database`` with the functions above; ``QueryError`` when it does not parse."""
@@ -132,12 +137,15 @@ def check_read_only(
     statements: list[Any] = tree.get("statements") or []
     if len(statements) != 1:
         raise QueryRefusedError(f"one SQL statement at a time, please (got {len(statements)})")
-    _Walk(relations, database.lower()).visit(statements[0], frozenset())
+    _Walk(con, relations, database.lower()).visit(statements[0], frozenset())
 
 
 class _Walk:
-    def __init__(self, relations: tuple[frozenset[str], frozenset[str]], database: str) -> None:
-        self.relations, self.elsewhere = relations
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, relations: frozenset[str], database: str
+    ) -> None:
+        self.con = con
+        self.relations = relations
         self.database = database
 
     def visit(self, item: Any, ctes: frozenset[str]) -> None:
@@ -188,7 +196,12 @@ class _Walk:
         if name in self.relations and schema in ("", "main") and catalog in ("", self.database):
             return
         shown = ".".join(p for p in (catalog, schema, str(table.get("table_name", ""))) if p)
-        if not schema and not catalog and name not in self.elsewhere and name.isidentifier():
+        if (
+            not schema
+            and not catalog
+            and name.isidentifier()
+            and not _known_elsewhere(self.con, name)
+        ):
             raise QueryError(
                 f"no table or view {shown!r} in the store "
                 f"(the store's are {', '.join(sorted(self.relations))})"
