@@ -23,12 +23,12 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
-from kingrec.errors import QueryLimitError, QueryRowError
+from kingrec.errors import KingrecError, QueryLimitError, QueryRowError
 from kingrec.store import Store
 from kingrec.store.query import QueryStop, json_rows
 from kingrec.v1 import service_pb2 as svc
 
-from .errors import QueryDeadlineError, ShuttingDownError
+from .errors import QueryDeadlineError
 from .storage import QueryLimits, StoreGateway
 
 __all__ = ["CHUNK_BYTES", "MESSAGE_BYTES", "Deadline", "query_responses", "query_stream"]
@@ -167,8 +167,9 @@ async def query_stream(
                     return
                 yield message
         finally:
-            # Over, or the client went away: a step still running is interrupted.
-            stop.stop(ShuttingDownError("the query's call ended"))
+            # Over, or the client went away: a step still running is interrupted (with a
+            # reason no one hears: the call is over).
+            stop.stop(KingrecError("the query's call ended"))
             steps.close()
     finally:
         gateway.release(stop)

@@ -204,7 +204,7 @@ class StoreGateway:
         stop = QueryStop()
         with self._admit_lock:
             if self._stopping is not None:
-                raise self._stopping
+                raise ShuttingDownError(str(self._stopping))
             if len(self._admitted) >= self.limits.in_flight:
                 raise QueryBusyError(
                     f"the server runs as many queries as it may ({self.limits.in_flight}); "
