@@ -20,6 +20,8 @@ import grpc
 import pyarrow as pa
 import pytest
 
+from kingrec.rules import preset
+from kingrec.simulate import simulate_match
 from kingrec.v1 import service_pb2 as svc
 from kingrec_service import ServiceConfig, running_server
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
@@ -173,6 +175,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def served(store: Path, tmp_path: Path) -> Iterator[tuple[Served, Path]]:
     db = tmp_path / "served.duckdb"
     db.write_bytes(store.read_bytes())
+    (tmp_path / "original.duckdb").write_bytes(store.read_bytes())
     served = _serve(db, "--grace", "2")
     try:
         yield served, db
@@ -189,6 +192,7 @@ def test_data_changing_statements_are_refused_and_the_store_file_is_byte_for_byt
     served: tuple[Served, Path],
 ) -> None:
     server, db = served
+    before = _digest(db.with_name("original.duckdb"))  # the file as the server found it
     counts = _rows(server.stub, "SELECT count(*) AS n FROM matches")
     answers = {sql: _refusal(server.stub, sql) for sql in WRITES}
     # refused; or, for a few, not even parsed by DuckDB (a recursive CTE beside a DML one)
@@ -199,10 +203,10 @@ def test_data_changing_statements_are_refused_and_the_store_file_is_byte_for_byt
     # the server still serves, and every table holds what it held
     assert _rows(server.stub, "SELECT count(*) AS n FROM matches") == counts
     assert server.stub.ListMatches(svc.ListMatchesRequest(limit=2)).matches
-    before = _digest(db)  # DuckDB writes nothing while only reads run (no checkpoint)
     status, err = server.stop()
     assert status == 0 and "Traceback" not in err, err
-    assert _digest(db) == before
+    # Byte for byte: only reads ran, so DuckDB had nothing to log or checkpoint.
+    assert _digest(db) == before and not db.with_name("served.duckdb.wal").exists()
     reopened = _serve(db)
     try:  # the next serve starts (the schema version was not forged) and sees every match
         assert _rows(reopened.stub, "SELECT count(*) AS n FROM matches") == counts
@@ -447,3 +451,37 @@ def test_a_query_s_time_limit_counts_from_its_arrival_not_from_when_it_got_a_thr
             assert isinstance(answer, tuple)
             assert answer[:2] == (grpc.StatusCode.RESOURCE_EXHAUSTED, "QUERY_LIMIT")
             assert "counted from its arrival" in answer[2]
+
+
+def test_uploads_beside_a_stream_of_data_changing_queries_all_succeed(
+    store: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "beside.duckdb"
+    db.write_bytes(store.read_bytes())
+    matches = [simulate_match(preset("short"), 900 + i) for i in range(20)]
+    with (
+        running_server(ServiceConfig(db=str(db))) as (_, port),
+        grpc.insecure_channel(f"127.0.0.1:{port}") as channel,
+    ):
+        stub = KingrecServiceStub(channel)
+        before = int(str(_rows(stub, "SELECT count(*) AS n FROM matches")[0]["n"]))
+        done = threading.Event()
+        answers: list[tuple[str, str, str]] = []
+
+        def attack() -> None:
+            for _ in range(3):  # three passes over every write, while the uploads go on
+                answers.extend(_refusal(stub, sql) for sql in WRITES)
+            done.set()
+
+        attacker = threading.Thread(target=attack)
+        attacker.start()
+        requests = [
+            svc.UploadRequest(records=[svc.Record(match=m) for m in matches[i : i + 2]])
+            for i in range(0, 20, 2)
+        ]
+        replies = list(stub.Upload(iter(requests)))
+        assert done.wait(120)
+        attacker.join()
+        assert replies[-1].summary.stored == 20
+        assert all(a[0] in ("PERMISSION_DENIED", "INVALID_ARGUMENT") for a in answers)
+        assert _rows(stub, "SELECT count(*) AS n FROM matches")[0]["n"] == before + 20

@@ -72,28 +72,46 @@ class QueryStop:
     """Stops a query from another thread, with the error it is to end with.
 
     Made before the query runs (so a stop that comes first is kept: the query then never
-    starts); the first reason given wins.
+    starts); the first reason given wins. DuckDB forgets an interrupt that lands between
+    two of the query's statements (the next one clears it), so the query is interrupted
+    again and again until it is over.
     """
+
+    REPEAT_S = 0.05  # how often an interrupt is repeated until the query is over
+    REPEATS = 1200  # at most a minute of it
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._cursor: duckdb.DuckDBPyConnection | None = None
+        self._over = threading.Event()
         self.reason: KingrecError | None = None
 
     def stop(self, reason: KingrecError) -> None:
         with self._lock:
             if self.reason is None:
                 self.reason = reason
-            cursor = self._cursor
-        if cursor is not None:
+            running = self._cursor is not None
+        if running:
+            threading.Thread(target=self._interrupt, name="kingrec-query-stop", daemon=True).start()
+
+    def _interrupt(self) -> None:
+        for _ in range(self.REPEATS):
+            with self._lock:
+                cursor = self._cursor
+            if cursor is None:
+                return
             with contextlib.suppress(duckdb.Error):  # closed meanwhile: the query is over
                 cursor.interrupt()
+            if self._over.wait(self.REPEAT_S):
+                return
 
     def _attach(self, cursor: duckdb.DuckDBPyConnection | None) -> None:
         with self._lock:
             self._cursor = cursor
             reason = self.reason
-        if reason is not None and cursor is not None:
+        if cursor is None:
+            self._over.set()
+        elif reason is not None:
             raise reason
 
     def _raise(self) -> None:

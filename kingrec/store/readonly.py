@@ -127,6 +127,8 @@ def check_read_only(
     ``database`` with the functions above; ``QueryError`` when it does not parse."""
     try:
         rows = con.execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchall()
+    except duckdb.InterruptException:
+        raise  # stopped: the caller knows why
     except duckdb.Error as exc:  # the parser's own message, not the statement's effect
         raise QueryError(f"the SQL does not parse: {_first_line(exc)}") from None
     tree: dict[str, Any] = json.loads(str(rows[0][0])) if rows else {"error": True}
