@@ -20,6 +20,7 @@ __all__ = [
     "QueryError",
     "QueryLimitError",
     "QueryRefusedError",
+    "QueryRowError",
     "RecordBuildError",
     "RecordFileError",
     "RulesetError",
@@ -166,9 +167,15 @@ class QueryRefusedError(QueryError):
 
 
 class QueryLimitError(QueryError):
-    """A query that ran past its time limit."""
+    """A query past one of its limits: its time, or the size of a row."""
 
     code = "QUERY_LIMIT"
+
+
+class QueryRowError(QueryLimitError):
+    """A row of a query's result larger than one row may be (refused before it is read)."""
+
+    code = "QUERY_ROW_TOO_LARGE"
 
 
 # -- play -----------------------------------------------------------------------------

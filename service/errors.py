@@ -45,6 +45,8 @@ __all__ = [
     "NoStoreError",
     "OutOfOrderError",
     "PublisherBusyError",
+    "QueryBusyError",
+    "QueryDeadlineError",
     "RefusedError",
     "ResumeMismatchError",
     "ShuttingDownError",
@@ -148,6 +150,18 @@ class ShuttingDownError(KingrecError):
         self.resume_from = resume_from
 
 
+class QueryBusyError(KingrecError):
+    """The server runs as many queries as it admits at once."""
+
+    code = "QUERIES_BUSY"
+
+
+class QueryDeadlineError(QueryLimitError):
+    """A query still running (or still waiting for a thread) at its caller's deadline."""
+
+    code = "QUERY_DEADLINE"
+
+
 class UnauthenticatedError(KingrecError):
     code = "UNAUTHENTICATED"
 
@@ -177,6 +191,8 @@ STATUS: dict[type[Exception], grpc.StatusCode] = {
     QueryRefusedError: grpc.StatusCode.PERMISSION_DENIED,
     QueryLimitError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     # the service
+    QueryBusyError: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    QueryDeadlineError: grpc.StatusCode.DEADLINE_EXCEEDED,
     BadRequestError: grpc.StatusCode.INVALID_ARGUMENT,
     UnreadableRecordError: grpc.StatusCode.INVALID_ARGUMENT,
     RefusedError: grpc.StatusCode.FAILED_PRECONDITION,

@@ -19,8 +19,9 @@ lets one process write a file, so nothing else may hold it open meanwhile).
 
 ``KingrecServer.stop`` is graceful: health turns NOT_SERVING, live matches are abandoned and
 stored, viewers get the end of their match, replays and publishers end UNAVAILABLE saying where
-to resume, uploads get the answers to what they sent before and end UNAVAILABLE, unary calls in
-flight finish (within ``grace`` seconds); then what is queued for the store is committed and
+to resume, queries are interrupted at once and end UNAVAILABLE (SHUTTING_DOWN), uploads get
+the answers to what they sent before and end UNAVAILABLE, unary calls in flight finish
+(within ``grace`` seconds); then what is queued for the store is committed and
 the store closed.
 """
 
@@ -43,6 +44,7 @@ from kingrec.limits import MAX_JSON_LINE_BYTES
 from kingrec.v1 import service_pb2 as svc
 
 from ._pb import service_pb2_grpc
+from .errors import ShuttingDownError
 from .http import HttpSite, create_app
 from .interceptors import ErrorInterceptor, TokenInterceptor
 from .live import Hub, LiveConfig
@@ -67,6 +69,8 @@ SERVICE_NAME: str = svc.DESCRIPTOR.services_by_name["KingrecService"].full_name
 
 MAX_REQUEST_BYTES = MAX_JSON_LINE_BYTES + (64 << 10)
 MAX_RESPONSE_BYTES = 4 << 20
+
+QUERIES_STOPPED = "the server is shutting down: run the query again once it is back"
 
 # The methods that need the token, when the server has one.
 GUARDED = frozenset(f"/{SERVICE_NAME}/{name}" for name in ("Upload", "Publish"))
@@ -145,6 +149,8 @@ class KingrecServer:
     async def stop(self, grace: float | None = None) -> None:
         """Stop taking calls; let streams end cleanly and calls in flight finish."""
         await self.health.enter_graceful_shutdown()
+        if self.store is not None:  # a query is a read, run again later: none holds the stop
+            self.store.stop_queries(ShuttingDownError(QUERIES_STOPPED))
         closing = asyncio.ensure_future(self.hub.close())
         web = None if self.http is None else asyncio.ensure_future(self.http.stop())
         await self.grpc.stop(self.grace if grace is None else grace)

@@ -10,9 +10,15 @@ before it are written. Each request's future is resolved with its verdicts only 
 transaction is committed, so nothing is acknowledged that a crash could lose; a failed
 transaction fails the requests in it and those prepared behind it (nothing of them stored).
 
-Reads (queries, listings, a stored record) run on connections of their own
-(``Store.reader``) in a small thread pool, so they see committed data and never wait for
-the writer, and the event loop never waits for DuckDB.
+Reads run on connections of their own (``Store.reader``), so they see committed data and
+never wait for the writer, and the event loop never waits for DuckDB. Listings and stored
+records (``read``) have a pool of their own; Queries (``query_steps``) have another,
+``QueryLimits.threads`` wide, so slow queries can never take the threads ListMatches,
+GetMatch and Replay need. At most ``QueryLimits.in_flight`` queries are admitted at once
+(running or waiting for a thread); one more is refused at once (``QueryBusyError``,
+RESOURCE_EXHAUSTED) rather than queued without end. A query's time limit counts from its
+arrival (``clock``, injectable), so waiting for a thread is part of it. ``stop_queries``
+interrupts every admitted query (the server's stop: nothing holds it past its grace).
 """
 
 from __future__ import annotations
@@ -21,34 +27,45 @@ import asyncio
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import duckdb
 
-from kingrec.errors import StoreError
+from kingrec.errors import KingrecError, StoreError
 from kingrec.findings import Location
 from kingrec.store import Store
 from kingrec.store.ingest import Batch, Prepared, RecordVerdict
 from kingrec.store.pipeline import IngestPipeline
+from kingrec.store.query import QueryStop
 from kingrec.store.store import BATCH_MATCHES
+
+from .errors import QueryBusyError, ShuttingDownError
 
 __all__ = ["QueryLimits", "StoreGateway"]
 
 T = TypeVar("T")
 
-READERS = 4  # threads for queries and reads; DuckDB runs each query on its own threads too
+READERS = 4  # threads for listings and stored records (short reads)
 
 
 @dataclass(frozen=True)
 class QueryLimits:
-    """What one Query may take: its time, and how much of its result comes back."""
+    """What one Query may take: its time (from its arrival), how much of its result comes
+    back, how large one row may be; and how many queries the server runs at once
+    (``threads``) and admits at once (``in_flight``, running or waiting)."""
 
     timeout_s: float = 30.0
     max_rows: int = 100_000
     max_bytes: int = 64 << 20
+    # A row goes out in one message, under gRPC's 4 MiB: 1 MiB leaves room for its
+    # encoding (JSON escapes, Arrow's framing). Checked inside DuckDB (kingrec.store.query).
+    max_row_bytes: int = 1 << 20
+    threads: int = 2  # DuckDB runs each query on its own threads too
+    in_flight: int = 8
 
 
 @dataclass
@@ -66,10 +83,17 @@ class StoreGateway:
     """The store as the servicers use it: ``ingest`` (writes, through the writer thread) and
     ``read`` (a function of a reading ``Store``, in a reader thread)."""
 
-    def __init__(self, store: Store, limits: QueryLimits) -> None:
+    def __init__(
+        self, store: Store, limits: QueryLimits, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.store = store
         self.path = store.path
         self.limits = limits
+        self.clock = clock  # what a query's time limit is counted on (tests inject one)
+        self._queries = ThreadPoolExecutor(limits.threads, thread_name_prefix="kingrec-query")
+        self._admitted: set[QueryStop] = set()
+        self._admit_lock = threading.Lock()
+        self._stopping: KingrecError | None = None
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         # Made here, before any reader: the writer thread is the only one that submits to it.
         self._pipeline = store.pipeline(stop_on_failure=False)
@@ -81,9 +105,14 @@ class StoreGateway:
         self._writer.start()
 
     @classmethod
-    def open(cls, path: str, limits: QueryLimits | None = None) -> StoreGateway:
+    def open(
+        cls,
+        path: str,
+        limits: QueryLimits | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> StoreGateway:
         """The store at ``path`` (created when new), opened for this process alone."""
-        return cls(Store.open(path), limits or QueryLimits())
+        return cls(Store.open(path), limits or QueryLimits(), clock)
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -187,18 +216,58 @@ class StoreGateway:
             finally:
                 reader.close()
 
-        return await asyncio.get_running_loop().run_in_executor(self._readers, run)
+        return await _run_in(self._readers, run)
 
     def steps(self, items: Callable[[Store], Iterator[T]]) -> _Steps[T]:
         """An iterator made in a reader thread and stepped there, one item per ``await``."""
-        return _Steps(self, items)
+        return _Steps(self, items, self._readers)
+
+    # -- queries --------------------------------------------------------------------------
+
+    def admit(self) -> QueryStop:
+        """A place for one more query, and what stops it (``release`` it once done); a
+        ``QueryBusyError`` when ``in_flight`` queries hold every place."""
+        stop = QueryStop()
+        with self._admit_lock:
+            if self._stopping is not None:
+                raise ShuttingDownError(str(self._stopping))
+            if len(self._admitted) >= self.limits.in_flight:
+                raise QueryBusyError(
+                    f"the server runs as many queries as it may ({self.limits.in_flight}); "
+                    "try again shortly"
+                )
+            self._admitted.add(stop)
+        return stop
+
+    def release(self, stop: QueryStop) -> None:
+        with self._admit_lock:
+            self._admitted.discard(stop)
+
+    @property
+    def queries_in_flight(self) -> int:
+        with self._admit_lock:
+            return len(self._admitted)
+
+    def query_steps(self, items: Callable[[Store], Iterator[T]]) -> _Steps[T]:
+        """``steps``, in the queries' own threads."""
+        return _Steps(self, items, self._queries)
+
+    def stop_queries(self, reason: KingrecError) -> None:
+        """Interrupt every admitted query with ``reason``, and admit no more."""
+        with self._admit_lock:
+            self._stopping = reason
+            admitted = list(self._admitted)
+        for stop in admitted:
+            stop.stop(reason)
 
     # -- stopping -------------------------------------------------------------------------
 
     def close(self) -> None:
         """Commit what is queued, then close the store (DuckDB checkpoints the file)."""
+        self.stop_queries(ShuttingDownError("the server is shutting down"))
         self._jobs.put(None)
         self._writer.join()
+        self._queries.shutdown(wait=True, cancel_futures=True)
         self._readers.shutdown(wait=True, cancel_futures=False)
         self._root.close()
         self.store.close()
@@ -212,8 +281,11 @@ class _Steps(Generic[T]):
     another thread is running.
     """
 
-    def __init__(self, gateway: StoreGateway, items: Callable[[Store], Iterator[T]]) -> None:
+    def __init__(
+        self, gateway: StoreGateway, items: Callable[[Store], Iterator[T]], pool: Executor
+    ) -> None:
         self._gateway = gateway
+        self._pool = pool
         self._items = items
         self._reader: Store | None = None
         self._iterator: Iterator[T] | None = None
@@ -230,8 +302,7 @@ class _Steps(Generic[T]):
 
     async def next(self) -> tuple[bool, T | None]:
         """(True, the next item) or (False, None) at the end."""
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._gateway._readers, self._next)
+        return await _run_in(self._pool, self._next)
 
     def _close(self) -> None:
         with self._lock:
@@ -243,7 +314,19 @@ class _Steps(Generic[T]):
 
     def close(self) -> None:
         """Close the iterator and its connection once no step runs (does not wait)."""
-        self._gateway._readers.submit(self._close)
+        try:
+            self._pool.submit(self._close)
+        except RuntimeError:  # the pool was shut down, so no step runs: close it here
+            self._close()
+
+
+async def _run_in(pool: Executor, work: Callable[[], T]) -> T:
+    """``work()`` in ``pool``; ``ShuttingDownError`` once the pool takes no more work."""
+    try:
+        future = pool.submit(work)
+    except RuntimeError:  # "cannot schedule new futures after shutdown"
+        raise ShuttingDownError("the server is shutting down") from None
+    return await asyncio.wrap_future(future)
 
 
 def _fail_all(jobs: list[_Job], exc: BaseException) -> None:

@@ -67,6 +67,8 @@ def _config(
         "autoload_known_extensions": False,
         # Bulk appends may then fill row groups on every thread; order is the match_key's.
         "preserve_insertion_order": False,
+        # A name in a query is a table of the store, never a Python object of the caller's.
+        "python_enable_replacements": False,
     }
     if not external_access:
         config["enable_external_access"] = False

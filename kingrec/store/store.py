@@ -16,6 +16,7 @@ from typing import Any, Self
 import duckdb
 
 from .. import _twins
+from ..errors import KingrecError
 from ..findings import Location
 from ..limits import MAX_FRAME_BYTES
 from ..records import Damage, RecordFile, open_records
@@ -31,7 +32,7 @@ from .ingest import (
     store_batch,
 )
 from .pipeline import WRITERS, IngestPipeline
-from .query import QueryResult, run_query
+from .query import QueryResult, QueryStop, run_query
 
 __all__ = ["BATCH_MATCHES", "WRITERS", "IngestSummary", "Store"]
 
@@ -206,9 +207,21 @@ class Store:
         max_rows: int = 100_000,
         max_bytes: int = 64 << 20,
         timeout_s: float = 30.0,
+        max_row_bytes: int | None = None,
+        stop: QueryStop | None = None,
+        timeout_error: KingrecError | None = None,
     ) -> QueryResult:
         """Run one read-only SQL statement; see ``kingrec.store.query``."""
-        return run_query(self.con, sql, max_rows=max_rows, max_bytes=max_bytes, timeout_s=timeout_s)
+        return run_query(
+            self.con,
+            sql,
+            max_rows=max_rows,
+            max_bytes=max_bytes,
+            timeout_s=timeout_s,
+            max_row_bytes=max_row_bytes,
+            stop=stop,
+            timeout_error=timeout_error,
+        )
 
     def get_match(self, match_id: str) -> bytes | None:
         """The record stored under ``match_id`` (the first stored, when the id was reused)."""

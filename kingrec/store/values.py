@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeAlias
 
@@ -43,17 +44,27 @@ def value_text(value: Any) -> str:
 
 
 def json_value(value: Any) -> Any:
-    """A value as JSON holds it."""
+    """A SQL value as JSON holds it, the same wherever rows are written as JSON (``kingrec
+    query``/``stats --format json``, the service's FORMAT_JSON, the HTTP API): NULL as null;
+    BLOBs as a hex string; times in ISO 8601 (``2020-01-01T00:17:50``); intervals as
+    ``{"months", "days", "nanoseconds"}`` (Arrow's parts: a month has no fixed length);
+    decimals and UUIDs as text (exact); NaN and infinities as text."""
     if value is None or isinstance(value, bool | int | str):
         return value
+    if isinstance(value, pa.MonthDayNano):
+        return {"months": value.months, "days": value.days, "nanoseconds": value.nanoseconds}
     if isinstance(value, float):
         return value if math.isfinite(value) else str(value)
-    if isinstance(value, decimal.Decimal):
-        return float(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex()
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal | uuid.UUID):
+        return str(value)
     if isinstance(value, list | tuple):
         return [json_value(v) for v in value]
     if isinstance(value, dict):
         return {str(k): json_value(v) for k, v in value.items()}
-    return value_text(value)
+    return str(value)

@@ -40,8 +40,9 @@ the server's shutdown ends: the last event that stream's messages made).
                        the match's last event); NO_STORE (this server keeps
                        no store)
   PERMISSION_DENIED    QUERY_REFUSED: SQL that tries what Query does not
-                       allow (files, network, extensions, settings, writes,
-                       more than one statement)
+                       allow (files, network, extensions, settings, writes
+                       anywhere in it, relations or functions beyond the
+                       store's tables and views, more than one statement)
   NOT_FOUND            MATCH_NOT_FOUND
   ALREADY_EXISTS       MATCH_EXISTS: a live match with that id is being played
                        (or waits for its publisher: resume it, or end it)
@@ -49,15 +50,19 @@ the server's shutdown ends: the last event that stream's messages made).
   RESOURCE_EXHAUSTED   FELL_BEHIND: a viewer fell too far behind (resume with
                        resume_from = kingrec-resume-from); TOO_MANY_MATCHES;
                        QUERY_LIMIT: a query that ran past the server's time
-                       limit; and gRPC's own refusal of a message over the
-                       size limit
+                       limit (counted from its arrival);
+                       QUERY_ROW_TOO_LARGE: a result row too large for one
+                       message; QUERIES_BUSY: the server runs as many
+                       queries as it admits (try again shortly); and gRPC's
+                       own refusal of a message over the size limit
   UNAUTHENTICATED      Upload and Publish without the server's token (metadata
                        `authorization: Bearer TOKEN`)
   UNAVAILABLE          SHUTTING_DOWN: the server is stopping; streams end with
                        it and say where to resume. STORE_ERROR: the store could
                        not be written (nothing of that transaction was kept;
                        send the unacknowledged records again)
-  DEADLINE_EXCEEDED    the client's deadline passed
+  DEADLINE_EXCEEDED    the client's deadline passed (a query the server ends
+                       at it: QUERY_DEADLINE)
   INTERNAL             a bug in kingrec (logged in one line)
 
 Sizes. A request message may be up to 4 MiB + 64 KiB (one JSON record may be

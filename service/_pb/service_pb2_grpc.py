@@ -138,8 +138,10 @@ class KingrecServiceServicer:
 
     def Query(self, request, context):
         """Run one read-only SQL statement on the store; rows come in Arrow or JSON
-        batches. The connection reaches no files, network, extensions or
-        settings; the server's time, row and byte limits apply.
+        batches. It may read the store's tables and views only (no writes, even
+        in a CTE; no settings, files, network or extensions), and runs in a
+        read-only transaction; the server's time, row, byte and row-size limits
+        apply.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
