@@ -89,7 +89,11 @@ function watch(main, id, query) {
       return; // not an event: nothing to draw
     }
     const seq = event.seq ?? 0;
-    if (seq <= lastSeq) return; // already drawn (a server that resent it)
+    if (seq <= lastSeq) {
+      // Already drawn (a server that resent it): counted, for whoever checks, never redrawn.
+      state.dataset.repeats = String(Number(state.dataset.repeats ?? 0) + 1);
+      return;
+    }
     if (lastSeq && seq !== lastSeq + 1) state.dataset.gap = `${lastSeq + 1}..${seq - 1}`;
     lastSeq = seq;
     pending.push(event);
