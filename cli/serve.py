@@ -17,6 +17,7 @@ from kingrec_service.storage import QueryLimits
 
 from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_OK, EXIT_UNREADABLE, user_errors
 from .helptext import Command, epilog
+from .http_address import http_address, http_url
 from .store_option import store_option
 
 
@@ -28,6 +29,10 @@ from .store_option import store_option
             (
                 "kingrec serve --host 0.0.0.0 --token s3cret",
                 "every interface; uploads need the token",
+            ),
+            (
+                "kingrec serve --db games.duckdb --http :8080",
+                "also the web viewer and HTTP API on http://127.0.0.1:8080/",
             ),
         ],
         (
@@ -87,6 +92,18 @@ from .store_option import store_option
     "go out together, one message per viewer (0: each event at once, at more CPU per event).",
 )
 @click.option(
+    "--http",
+    "http",
+    metavar="HOST:PORT",
+    help="Also serve the web viewer and the HTTP API (docs/HTTP.md) here, in the same process "
+    "(':PORT' or 'PORT': on 127.0.0.1; port 0: any free port, printed). Default: off.",
+)
+@click.option(
+    "--http-cors",
+    metavar="ORIGIN",
+    help="Let pages of this one origin (https://example.org) read the HTTP API. Default: none.",
+)
+@click.option(
     "--grace",
     type=click.FloatRange(min=0),
     default=10.0,
@@ -103,6 +120,8 @@ def serve(
     db: str | None,
     query_timeout: float,
     watch_flush: float,
+    http: str | None,
+    http_cors: str | None,
     grace: float,
 ) -> None:
     """Serve kingrec over gRPC: validate, store and query records, replay them, publish
@@ -115,6 +134,9 @@ def serve(
     --grace seconds to finish.
     """
     logging.basicConfig(stream=sys.stderr, format="kingrec serve: %(message)s", level=logging.INFO)
+    http_host, http_port = (None, 0) if http is None else http_address(http)
+    if http_cors is not None and http is None:
+        raise click.UsageError("--http-cors needs --http")
     with user_errors():
         config = ServiceConfig(
             host=host,
@@ -126,13 +148,18 @@ def serve(
             query=QueryLimits(timeout_s=query_timeout),
             grace=grace,
             live=LiveConfig(flush=watch_flush / 1000),
+            http_host=http_host,
+            http_port=http_port,
+            http_cors=http_cors or None,
         )
 
-        def ready(bound: int) -> None:
+        def ready(bound: int, http_bound: int | None) -> None:
             notes = ["TLS" if tls_cert else "plaintext", f"store {config.db}"]
             if token:
                 notes.append("Upload and Publish need the token")
             click.echo(f"kingrec: serving on {host}:{bound} ({', '.join(notes)})")
+            if http_bound is not None and http_host is not None:
+                click.echo(f"kingrec: web viewer on {http_url(http_host, http_bound)}")
             sys.stdout.flush()
 
         asyncio.run(run_server(config, ready))

@@ -13,17 +13,17 @@ column (``kingrec stats``).
 from __future__ import annotations
 
 import csv
-import datetime as dt
 import decimal
 import math
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Literal, TypeAlias
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
 
-import pyarrow as pa
 from rich import box
 from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
+
+from kingrec.store.values import Rows, json_value, rows_of, value_text
 
 from .streams import can_encode, is_terminal
 from .terminal import Terminal
@@ -33,20 +33,8 @@ __all__ = ["FORMATS", "Format", "Rows", "bar_text", "rows_of", "write_rows"]
 Format = Literal["table", "csv", "json"]
 FORMATS: tuple[Format, ...] = ("table", "csv", "json")
 
-# A batch of rows: an Arrow record batch, or row tuples in the order of the column names.
-Rows: TypeAlias = "pa.RecordBatch | Sequence[Sequence[Any]]"
-
 BAR_WIDTH = 24  # characters for the longest bar: the same chart on any terminal and in a pipe
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
-
-
-def rows_of(batch: Rows) -> Iterator[Sequence[Any]]:
-    """The rows of one batch as sequences of Python values."""
-    if isinstance(batch, pa.RecordBatch):
-        columns = [column.to_pylist() for column in batch.columns]
-        yield from zip(*columns, strict=True)
-    else:
-        yield from batch
 
 
 def write_rows(
@@ -89,41 +77,6 @@ def _print_table(term: Terminal, table: Table) -> None:
         console.print(text, crop=False, overflow="ignore", no_wrap=True)
 
 
-# -- values -----------------------------------------------------------------------------------
-
-
-def _text(value: Any) -> str:
-    """A value as CSV and a table write it (NULL aside)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, bytes | bytearray | memoryview):
-        return "\\x" + bytes(value).hex()
-    if isinstance(value, dt.datetime | dt.date | dt.time):
-        return value.isoformat(sep=" ") if isinstance(value, dt.datetime) else value.isoformat()
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join("NULL" if v is None else _text(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_text(v)}" for k, v in value.items()) + "}"
-    return str(value)
-
-
-def _plain(value: Any) -> Any:
-    """A value as JSON holds it."""
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, decimal.Decimal):
-        return float(value)
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return _text(value)
-
-
 # -- the formats --------------------------------------------------------------------------------
 
 
@@ -144,7 +97,7 @@ def _csv(term: Terminal, columns: Sequence[str], batches: Iterable[Rows]) -> int
     count = 0
     for batch in batches:
         for row in rows_of(batch):
-            writer.writerow(["" if v is None else _text(v) for v in row])
+            writer.writerow(["" if v is None else value_text(v) for v in row])
             count += 1
     return count
 
@@ -155,7 +108,9 @@ def _json(
     count = 0
     for batch in batches:
         for row in rows_of(batch):
-            term.json({**tag, **{name: _plain(v) for name, v in zip(columns, row, strict=True)}})
+            term.json(
+                {**tag, **{name: json_value(v) for name, v in zip(columns, row, strict=True)}}
+            )
             count += 1
     return count
 
@@ -204,7 +159,7 @@ def _table(
     blocks = can_encode(term.stdout, _EIGHTHS)
     for row in rows:
         cells: list[Text | str] = [
-            Text("NULL", style="dim") if v is None else term.sentence(_text(v)) for v in row
+            Text("NULL", style="dim") if v is None else term.sentence(value_text(v)) for v in row
         ]
         if where is not None:
             value = row[where]

@@ -14,6 +14,14 @@ from kingrec.findings import CleanMatches, MatchReport, Severity
 from kingrec.paths import PathProblem, record_paths
 from kingrec.records import Damage, RecordFile, open_records
 from kingrec.validation import validate_records
+from kingrec.verdicts import (
+    Tally,
+    damage_object,
+    error_object,
+    listed,
+    match_object,
+    summary_object,
+)
 
 from .errors import (
     EXIT_CLOSED_PIPE,
@@ -31,20 +39,6 @@ from .places import place
 from .terminal import Terminal
 
 __all__ = ["validate"]
-
-
-@dataclass
-class Tally:
-    files: int = 0
-    matches: int = 0
-    deals: int = 0
-    invalid: int = 0
-    warnings: int = 0
-    damaged: int = 0
-    unreadable: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)
@@ -142,7 +136,7 @@ def validate(
                 tally.unreadable += 1
                 _unreadable(term, choices, path, exc.code, exc.format_message())
     if as_json:
-        term.json({"type": "summary", **tally.to_dict()})
+        term.json(summary_object(tally))
     else:
         term.report(_summary(tally))
     if tally.unreadable or tally.damaged:
@@ -152,7 +146,7 @@ def validate(
 
 def _unreadable(term: Terminal, choices: Choices, path: str, code: str, message: str) -> None:
     if choices.as_json:
-        term.json({"type": "error", "file": path, "code": code, "message": message})
+        term.json(error_object(path, code, message))
     else:
         term.error(message)
 
@@ -160,27 +154,17 @@ def _unreadable(term: Terminal, choices: Choices, path: str, code: str, message:
 def _emit(
     term: Terminal, item: MatchReport | Damage | CleanMatches, tally: Tally, choices: Choices
 ) -> None:
+    tally.count(item)
     if isinstance(item, CleanMatches):
-        tally.matches += item.count
-        tally.deals += item.deals
         return
     if isinstance(item, Damage):
-        tally.damaged += 1
         _emit_damage(term, item, choices)
         return
     report = item
-    tally.matches += 1
-    tally.deals += report.deals
-    tally.warnings += sum(1 for f in report.findings if f.severity is Severity.WARNING)
-    if not report.valid:
-        tally.invalid += 1
-    shown = report.findings or choices.show_all
-    if choices.quiet:
-        shown = not report.valid
-    if not shown:
+    if not listed(report, choices.show_all, choices.quiet):
         return
     if choices.as_json:
-        term.json({"type": "match", **report.to_dict()})
+        term.json(match_object(report))
         return
     verdict = "[green]valid[/]" if report.valid else "[bold red]INVALID[/]"
     term.report(
@@ -192,19 +176,8 @@ def _emit(
 
 
 def _emit_damage(term: Terminal, item: Damage, choices: Choices) -> None:
-    loc = item.location
     if choices.as_json:
-        term.json(
-            {
-                "type": "damage",
-                "file": loc.file,
-                "frame": loc.frame,
-                "offset": loc.offset,
-                "line": loc.line,
-                "code": item.code,
-                "message": item.message,
-            }
-        )
+        term.json(damage_object(item))
         return
     term.report(damage_line(term, item))
 

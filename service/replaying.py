@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Iterator
 
+from kingrec.boundary import ruleset_from_proto
+from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 
 from .errors import BadRequestError, ShuttingDownError
-from .events import Event
+from .events import Event, from_position, record_events
 
-__all__ = ["BATCH", "check_pace", "paced", "pause_of"]
+__all__ = ["BATCH", "check_pace", "check_seat", "paced", "pause_of", "replay_events"]
 
 BATCH = 512  # events in one message when nothing waits between them
 
@@ -37,6 +39,27 @@ def check_pace(pace: svc.Pace) -> None:
     factor = pace.think_time_factor
     if mode == "think_time_factor" and not 0 <= factor <= 1000:  # NaN fails too
         raise BadRequestError(f"think_time_factor must be between 0 and 1000, not {factor}")
+
+
+def check_seat(seat: int | None) -> int | None:
+    """A viewer's seat (None: everything shown), refused unless one of the four."""
+    if seat is not None and not 0 <= seat <= 3:
+        raise BadRequestError(f"seat {seat} does not exist (0..3)")
+    return seat
+
+
+def replay_events(match: pb.Match, start_deal: int, start_trick: int) -> Iterator[Event]:
+    """The events a replay of ``match`` from ``start_deal`` / ``start_trick`` sends (0 counts
+    as 1); a start past the match's last deal or trick 13 is refused before any is sent."""
+    rules = ruleset_from_proto(match.ruleset)
+    start_deal, start_trick = max(start_deal, 1), max(start_trick, 1)
+    if start_deal > max(len(match.deals), 1):
+        raise BadRequestError(
+            f"start_deal {start_deal} is past the match's last deal ({len(match.deals)})"
+        )
+    if start_trick > 13:
+        raise BadRequestError(f"start_trick {start_trick} is past trick 13")
+    return from_position(record_events(match, rules), start_deal, start_trick)
 
 
 def _where(event: Event) -> str:

@@ -40,6 +40,7 @@ from kingrec.limits import MAX_JSON_LINE_BYTES
 from kingrec.v1 import service_pb2 as svc
 
 from ._pb import service_pb2_grpc
+from .http import HttpSite, create_app
 from .interceptors import ErrorInterceptor, TokenInterceptor
 from .live import Hub, LiveConfig
 from .servicers import KingrecServicer
@@ -84,6 +85,9 @@ class ServiceConfig:
     query: QueryLimits = field(default_factory=QueryLimits)
     grace: float = 10.0  # seconds in-flight calls get to finish on stop
     live: LiveConfig = field(default_factory=LiveConfig)
+    http_host: str | None = None  # the HTTP API and web viewer on this address (None: off)
+    http_port: int = 0  # 0: any free port (KingrecServer.http_port says which)
+    http_cors: str | None = None  # the one origin whose pages may read the API (None: none)
 
 
 class KingrecServer:
@@ -96,23 +100,35 @@ class KingrecServer:
         health: health.aio.HealthServicer,
         grace: float,
         store: StoreGateway | None,
+        http: HttpSite | None = None,
     ) -> None:
         self.grpc = server
         self.hub = hub
         self.health = health
         self.grace = grace
         self.store = store
+        self.http = http
+
+    @property
+    def http_port(self) -> int | None:
+        """The port of the HTTP API and web viewer (None: not served)."""
+        return None if self.http is None else self.http.port
 
     async def start(self) -> None:
         await self.grpc.start()
+        if self.http is not None:
+            await self.http.start()
         await self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
 
     async def stop(self, grace: float | None = None) -> None:
         """Stop taking calls; let streams end cleanly and calls in flight finish."""
         await self.health.enter_graceful_shutdown()
         closing = asyncio.ensure_future(self.hub.close())
+        web = None if self.http is None else asyncio.ensure_future(self.http.stop())
         await self.grpc.stop(self.grace if grace is None else grace)
         await closing
+        if web is not None:  # its streams end with the matches and replays they follow
+            await web
         if self.store is not None:  # what is queued is committed, then the file is closed
             await asyncio.to_thread(self.store.close)
 
@@ -160,16 +176,26 @@ def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
         port, problem = 0, f"cannot listen on {address}: {exc}"
     else:
         problem = f"cannot listen on {address} (in use, or not an address of this host)"
+    http = None
+    if port != 0 and config.http_host is not None:
+        try:
+            app = create_app(hub, store, config.http_cors)
+            http = HttpSite(app, config.http_host, config.http_port, config.grace)
+        except OSError as exc:
+            where = _address(config.http_host, config.http_port)
+            port, problem = 0, f"cannot listen on {where} for HTTP: {exc.strerror or exc}"
     if port == 0:
         if store is not None:
             store.close()
         raise ServerError(problem)
-    return KingrecServer(server, hub, health_servicer, config.grace, store), port
+    return KingrecServer(server, hub, health_servicer, config.grace, store, http), port
 
 
-async def serve(config: ServiceConfig, ready: Callable[[int], None] | None = None) -> None:
+async def serve(
+    config: ServiceConfig, ready: Callable[[int, int | None], None] | None = None
+) -> None:
     """Run a server until SIGTERM or SIGINT, then stop it gracefully. ``ready`` is called
-    with the port once the server takes calls."""
+    with the port (and the HTTP port, or None) once the server takes calls."""
     server, port = create_server(config)
     await server.start()
     stop = asyncio.Event()
@@ -178,7 +204,7 @@ async def serve(config: ServiceConfig, ready: Callable[[int], None] | None = Non
         loop.add_signal_handler(signum, stop.set)
     try:
         if ready is not None:
-            ready(port)
+            ready(port, server.http_port)
         await stop.wait()
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):

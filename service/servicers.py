@@ -11,17 +11,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
-from kingrec.boundary import ruleset_from_proto
 from kingrec.v1 import service_pb2 as svc
 
 from ._pb import service_pb2_grpc
 from .convert import report_json, report_to_proto
 from .errors import BadRequestError, NoStoreError, ShuttingDownError
-from .events import from_position, record_events, response
+from .events import response
 from .live import Hub, LiveMatch
 from .querying import query_stream
 from .records import judge_record, match_of_record
-from .replaying import check_pace, paced
+from .replaying import check_pace, check_seat, paced, replay_events
 from .storage import StoreGateway
 from .stored import get_stored, list_stored
 from .uploads import upload_responses
@@ -40,11 +39,7 @@ Encoded = bytes
 
 
 def _seat(request: svc.ReplayRequest | svc.WatchRequest) -> int | None:
-    if not request.HasField("seat"):
-        return None
-    if request.seat > 3:
-        raise BadRequestError(f"seat {request.seat} does not exist (0..3)")
-    return request.seat
+    return check_seat(request.seat) if request.HasField("seat") else None
 
 
 class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
@@ -77,15 +72,7 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
             match = await get_stored(self._store("replaying a stored match"), request.match_id)
         else:
             match = match_of_record(request.record)
-        rules = ruleset_from_proto(match.ruleset)
-        start_deal, start_trick = max(request.start_deal, 1), max(request.start_trick, 1)
-        if start_deal > max(len(match.deals), 1):
-            raise BadRequestError(
-                f"start_deal {start_deal} is past the match's last deal ({len(match.deals)})"
-            )
-        if start_trick > 13:
-            raise BadRequestError(f"start_trick {start_trick} is past trick 13")
-        events = from_position(record_events(match, rules), start_deal, start_trick)
+        events = replay_events(match, request.start_deal, request.start_trick)
         async with aclosing(paced(events, request.pace, self.hub.stopping)) as batches:
             async for batch in batches:
                 yield response(batch, seat)  # a ReplayResponse, encoded

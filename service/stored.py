@@ -12,7 +12,7 @@ from .convert import stored_summary, verdict_to_proto
 from .errors import BadRequestError, MatchNotFoundError
 from .storage import StoreGateway
 
-__all__ = ["LIVE_SOURCE", "get_stored", "list_stored", "store_live"]
+__all__ = ["LIVE_SOURCE", "get_stored", "get_stored_payload", "list_stored", "store_live"]
 
 LIVE_SOURCE = "live"  # the source a finished live match is stored under
 
@@ -46,14 +46,20 @@ async def list_stored(
     return await gateway.read(lambda store: _page(store, request))
 
 
-async def get_stored(gateway: StoreGateway, match_id: str) -> pb.Match:
-    """The record stored under ``match_id`` (the first, if the id was reused)."""
+async def get_stored_payload(gateway: StoreGateway, match_id: str) -> bytes:
+    """The serialized record stored under ``match_id`` (the first, if the id was reused),
+    as the store holds it."""
     if not match_id:
         raise BadRequestError("say which match: match_id is empty")
     record = await gateway.read(lambda store: store.get_match(match_id))
     if record is None:
         raise MatchNotFoundError(f"no match {match_id!r} in the store")
-    return pb.Match.FromString(record)
+    return record
+
+
+async def get_stored(gateway: StoreGateway, match_id: str) -> pb.Match:
+    """The record stored under ``match_id`` (the first, if the id was reused)."""
+    return pb.Match.FromString(await get_stored_payload(gateway, match_id))
 
 
 async def store_live(gateway: StoreGateway, match: pb.Match) -> svc.StoreVerdict:

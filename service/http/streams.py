@@ -1,0 +1,108 @@
+"""Event streams over HTTP, in the form the client asked for: a JSON array, NDJSON (one
+event per line) or Server-Sent Events (``id:`` = the event's number; the end as ``event:
+end``). SSE is aiohttp-sse's ``EventSourceResponse``: the framing, the keep-alive pings and
+the cut of a client that takes no data for ``SEND_TIMEOUT`` seconds are the library's.
+
+A stream starts (status 200, headers out) only with its first events, so a request that
+fails before (no such match, a bad ``resume_from``) still gets its HTTP status and JSON
+error; once started, a failure is the stream's last message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from aiohttp import web
+from aiohttp_sse import EventSourceResponse
+
+from kingrec.errors import KingrecError
+
+from .errors import error_object
+from .jsonforms import dumps
+
+__all__ = ["SEND_TIMEOUT", "EventStream", "Form", "form_of"]
+
+Form = Literal["json", "ndjson", "sse"]
+NDJSON = "application/x-ndjson"
+SSE = "text/event-stream"
+
+SEND_TIMEOUT = 120.0  # seconds a client may take no data before its connection is cut
+PING_INTERVAL = 15.0  # seconds between SSE comments that keep proxies from closing it
+
+
+def form_of(request: web.Request, default: Form) -> Form:
+    """The stream form asked for: ``?format=json|ndjson|sse``, else by ``Accept``."""
+    asked = request.query.get("format")
+    accept = request.headers.get("Accept", "")
+    if asked == "sse" or (asked is None and SSE in accept):
+        return "sse"
+    if asked == "ndjson" or (asked is None and NDJSON in accept):
+        return "ndjson"
+    if asked == "json":
+        return "json"
+    return default
+
+
+class EventStream:
+    """One response streaming events (each given as its JSON text) in ``form``."""
+
+    def __init__(self, request: web.Request, form: Form) -> None:
+        self.request = request
+        self.form = form
+        self._sse: EventSourceResponse | None = None
+        self._stream: web.StreamResponse | None = None
+        self._array: list[bytes] = []
+
+    @property
+    def started(self) -> bool:
+        return self._sse is not None or self._stream is not None
+
+    async def _start(self) -> None:
+        if self.form == "sse":
+            self._sse = EventSourceResponse(send_timeout=SEND_TIMEOUT, ping_interval=PING_INTERVAL)
+            await self._sse.prepare(self.request)
+        elif self.form == "ndjson":
+            self._stream = web.StreamResponse(headers={"Content-Type": NDJSON + "; charset=utf-8"})
+            self._stream.enable_chunked_encoding()
+            await self._stream.prepare(self.request)
+
+    async def send(self, events: Sequence[tuple[int, bytes]]) -> None:
+        """Events as ``(seq, json)``, in order."""
+        if not self.started and self.form != "json":
+            await self._start()
+        if self._sse is not None:
+            for seq, text in events:
+                await self._sse.send(text.decode("ascii"), id=str(seq))
+        elif self._stream is not None:
+            await self._stream.write(b"".join([text + b"\n" for _, text in events]))
+        else:
+            self._array += [text for _, text in events]
+
+    async def end(self, code: str = "OK", message: str = "", error: object = None) -> None:
+        """The stream's last message: how it ended."""
+        end = error if error is not None else {"code": code, "message": message}
+        if not self.started and self.form != "json":
+            await self._start()
+        if self._sse is not None:
+            await self._sse.send(dumps(end).decode("ascii"), event="end")
+        elif self._stream is not None:
+            key = "error" if error is not None else "end"
+            await self._stream.write(dumps({key: end}) + b"\n")
+
+    async def failed(self, exc: KingrecError) -> None:
+        """An expected failure after the stream started (see ``error_object``)."""
+        await self.end(error=error_object(exc))
+
+    async def response(self) -> web.StreamResponse:
+        """The finished response."""
+        if self._sse is not None:
+            self._sse.stop_streaming()
+            await self._sse.wait()
+            await self._sse.write_eof()
+            return self._sse
+        if self._stream is not None:
+            await self._stream.write_eof()
+            return self._stream
+        body = b"[" + b",".join(self._array) + b"]"
+        return web.Response(body=body, content_type="application/json", charset="utf-8")
