@@ -10,6 +10,7 @@ browser)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import queue
 import random
@@ -19,6 +20,8 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,7 +62,9 @@ TOKEN = "web-test-token"
 FAST = svc.Pace()
 
 pytestmark = [
-    pytest.mark.skipif(sync_playwright is None, reason="Playwright is not installed (pip install -e '.[dev]')"),
+    pytest.mark.skipif(
+        sync_playwright is None, reason="Playwright is not installed (pip install -e '.[dev]')"
+    ),
     pytest.mark.skipif(
         not Path(CHROMIUM).exists(),
         reason="no Chromium: apt-get install -y chromium chromium-driver (.ci/run does)",
@@ -93,12 +98,26 @@ class Served:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 def _serve(db: Path) -> Served:
     process = subprocess.Popen(
-        [str(KINGREC), "serve", "--port", "0", "--http", "127.0.0.1:0", "--db", str(db),
-         "--token", TOKEN, "--grace", "2"],
+        [
+            str(KINGREC),
+            "serve",
+            "--port",
+            "0",
+            "--http",
+            "127.0.0.1:0",
+            "--db",
+            str(db),
+            "--token",
+            TOKEN,
+            "--grace",
+            "2",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -144,10 +163,18 @@ def _hostile_match() -> pb.Match:
 
 
 def _records(*paths: Path) -> list[pb.Match]:
-    return [item.match for path in paths for item in kingrec.read_records(str(path)) if isinstance(item, kingrec.Record)]
+    return [
+        item.match
+        for path in paths
+        for item in kingrec.read_records(str(path))
+        if isinstance(item, kingrec.Record)
+    ]
 
 
-STORED_FILES = [*sorted((SAMPLES / "valid").glob("*.krec")), SAMPLES / "invalid" / "must-give-penalty-card.krec"]
+STORED_FILES = [
+    *sorted((SAMPLES / "valid").glob("*.krec")),
+    SAMPLES / "invalid" / "must-give-penalty-card.krec",
+]
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +186,10 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     db = folder / "kingrec.duckdb"
     ingest = subprocess.run(
         [str(KINGREC), "ingest", "--db", str(db), *map(str, STORED_FILES), str(hostile)],
-        capture_output=True, text=True, check=False, timeout=300,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
     assert ingest.returncode == 0, ingest.stderr
     served = _serve(db)
@@ -201,6 +231,7 @@ class Watched:
         self.page = page
         self.dialogs: list[str] = []
         self.errors: list[str] = []
+        self.network_cut = False  # a test that cuts connections expects the browser to say so
         page.on("dialog", self._dialog)
         page.on("pageerror", lambda err: self.errors.append(str(err)))
         page.on("console", self._console)
@@ -210,8 +241,11 @@ class Watched:
         dialog.dismiss()
 
     def _console(self, message: Any) -> None:
-        if message.type == "error" and "404" not in message.text:
-            self.errors.append(message.text)
+        if message.type != "error" or "the server responded with a status of 4" in message.text:
+            return  # the browser logs a 4xx answer; the page shows it to the person as a sentence
+        if self.network_cut and "net::ERR_" in message.text:
+            return
+        self.errors.append(message.text)
 
 
 @pytest.fixture
@@ -228,7 +262,7 @@ def watched(browser: Browser) -> Iterator[Watched]:
 
 
 def _route(match_id: str) -> str:
-    return urllib.request.quote(match_id, safe="")
+    return urllib.parse.quote(match_id, safe="")
 
 
 def _seat_cards(page: Page, seat: int) -> list[int]:
@@ -239,7 +273,7 @@ def _seat_cards(page: Page, seat: int) -> list[int]:
 def _trick_cards(page: Page) -> list[tuple[int, int]]:
     """(seat, card) of each card on the trick, in order of play."""
     pairs = page.locator(".trick .played").evaluate_all(
-        "(ns) => ns.map((n) => [Number(n.dataset.seat), Number(n.querySelector('.card').dataset.card)])"
+        "(ns) => ns.map((n) => [n.dataset.seat, n.querySelector('.card').dataset.card])"
     )
     return [(int(s), int(c)) for s, c in pairs]
 
@@ -257,28 +291,34 @@ def _card_events(match: pb.Match) -> list[svc.CardPlayed]:
 # -- Matches ---------------------------------------------------------------------------------
 
 
-def test_the_matches_page_lists_every_stored_match_and_sorts_and_filters(stored: Served, watched: Watched) -> None:
+def test_the_matches_page_lists_every_stored_match_and_sorts_and_filters(
+    stored: Served, watched: Watched
+) -> None:
     page = watched.page
     ids = {m.match_id for m in _records(*STORED_FILES)} | {HOSTILE_ID}
     page.goto(stored.url + "/#/matches")
     rows = page.locator("table.matches tbody tr")
     expect(rows).to_have_count(len(ids))
-    shown = set(page.locator("table.matches td.id a").evaluate_all("(ns) => ns.map((n) => n.textContent)"))
+    shown = set(
+        page.locator("table.matches td.id a").evaluate_all("(ns) => ns.map((n) => n.textContent)")
+    )
     assert shown == ids
     expect(page.locator("tr.invalid td.id")).to_have_text(["invalid-must-give-penalty-card"])
 
-    page.get_by_role("link", name="sort by deals").click()
+    page.locator("th a[title='sort by deals']").click()
     expect(page.locator("th[aria-sort='ascending']")).to_have_text(re.compile("deals"))
     deals = [int(t) for t in page.locator("table.matches tbody td:nth-child(6)").all_inner_texts()]
     assert deals == sorted(deals) and deals[0] < deals[-1]
-    page.get_by_role("link", name="sort by deals").click()  # again: descending
+    page.locator("th a[title='sort by deals']").click()  # again: descending
     expect(page.locator("th[aria-sort='descending']")).to_have_text(re.compile("deals"))
     deals = [int(t) for t in page.locator("table.matches tbody td:nth-child(6)").all_inner_texts()]
     assert deals == sorted(deals, reverse=True)
 
     page.locator("input[name=preset]").fill("short")
     page.get_by_role("button", name="filter").click()
-    short = {m.match_id for m in _records(*STORED_FILES) if m.ruleset.preset == "short"} | {HOSTILE_ID}
+    short = {m.match_id for m in _records(*STORED_FILES) if m.ruleset.preset == "short"} | {
+        HOSTILE_ID
+    }
     expect(rows).to_have_count(len(short))
     assert "preset=short" in page.url
     page.locator("select[name=valid]").select_option("false")
@@ -294,7 +334,9 @@ def test_the_matches_page_pages_through_the_store(stored: Served, watched: Watch
     seen: list[str] = []
     for _ in range(10):  # bounded: the store holds fewer than 50 matches
         expect(page.locator("table.matches tbody tr").first).to_be_visible()
-        seen += page.locator("table.matches td.id a").evaluate_all("(ns) => ns.map((n) => n.textContent)")
+        seen += page.locator("table.matches td.id a").evaluate_all(
+            "(ns) => ns.map((n) => n.textContent)"
+        )
         following = page.locator("a.next-page")
         if following.count() == 0:
             break
@@ -307,14 +349,18 @@ def test_the_matches_page_pages_through_the_store(stored: Served, watched: Watch
 # -- Match and Table -------------------------------------------------------------------------
 
 
-def test_the_match_page_shows_players_rules_scores_and_findings(stored: Served, watched: Watched) -> None:
+def test_the_match_page_shows_players_rules_scores_and_findings(
+    stored: Served, watched: Watched
+) -> None:
     page = watched.page
     (match,) = _records(SAMPLES / "invalid" / "must-give-penalty-card.krec")
     page.goto(stored.url + "/#/match/" + _route(match.match_id))
     expect(page.locator("table.players td.name")).to_have_text([p.name for p in match.players])
     expect(page.locator(".ruleset li").first).to_contain_text("20 deals")
     expect(page.locator("table.score-table tbody tr")).to_have_count(len(match.deals))
-    (report,) = [r for r in kingrec.validate_file(str(SAMPLES / "invalid" / "must-give-penalty-card.krec"))]
+    (report,) = [
+        r for r in kingrec.validate_file(str(SAMPLES / "invalid" / "must-give-penalty-card.krec"))
+    ]
     assert isinstance(report, kingrec.MatchReport)
     finding = report.findings[0]
     expect(page.locator(".findings .message")).to_have_text([finding.message])
@@ -323,11 +369,13 @@ def test_the_match_page_shows_players_rules_scores_and_findings(stored: Served, 
     totals = [int(t) for t in last.all_inner_texts()]
     assert totals == list(report_totals(match))
     page.locator(".findings a.place").click()
-    expect(page).to_have_url(re.compile(r"#/replay/.*deal=2&trick=7&card=4"))
+    expect(page).to_have_url(re.compile(r"#/replay/.*deal=2&trick=7&card=\d"))
     illegal = page.locator(".trick .played.illegal .card")
     expect(illegal).to_have_attribute("data-card", str(kingrec.parse_card("AC")))
     expect(page.locator(".finding .finding-message")).to_have_text(finding.message)
-    expect(page.locator(".finding .finding-legal .card")).to_have_attribute("data-card", str(kingrec.parse_card("JC")))
+    expect(page.locator(".finding .finding-legal .card")).to_have_attribute(
+        "data-card", str(kingrec.parse_card("JC"))
+    )
 
 
 def report_totals(match: pb.Match) -> list[int]:
@@ -336,9 +384,13 @@ def report_totals(match: pb.Match) -> list[int]:
     return list(views[-1].totals)
 
 
-def test_stepping_a_replay_shows_the_records_cards_in_their_places(stored: Served, watched: Watched) -> None:
+def test_stepping_a_replay_shows_the_records_cards_in_their_places(
+    stored: Served, watched: Watched
+) -> None:
     page = watched.page
-    (match,) = [m for m in _records(SAMPLES / "valid" / "classic.krec") if m.match_id == "classic-0"]
+    (match,) = [
+        m for m in _records(SAMPLES / "valid" / "classic.krec") if m.match_id == "classic-0"
+    ]
     cards = [c for c in _card_events(match) if c.deal == 3]
     deal = match.deals[2]
     hands = [set(deal.hands[13 * s : 13 * s + 13]) for s in range(4)]
@@ -349,7 +401,9 @@ def test_stepping_a_replay_shows_the_records_cards_in_their_places(stored: Serve
         for c in cards[:played]:
             left[c.seat].discard(c.card)
         for seat in range(4):
-            expect(page.locator(f".seat[data-seat='{seat}'] .hand .card")).to_have_count(len(left[seat]))
+            expect(page.locator(f".seat[data-seat='{seat}'] .hand .card")).to_have_count(
+                len(left[seat])
+            )
             assert _seat_cards(page, seat) == sorted(left[seat])
         last = cards[played - 1]
         on_trick = [(c.seat, c.card) for c in cards[:played] if c.trick == last.trick]
@@ -379,8 +433,12 @@ def test_stepping_a_replay_shows_the_records_cards_in_their_places(stored: Serve
     for seat in range(4):
         expect(page.locator(f".seat[data-seat='{seat}'] .hand .card")).to_have_count(13)
     expect(page.locator(".trick .played")).to_have_count(0)
-    page.keyboard.press("PageUp")
-    page.keyboard.press("PageUp")  # to this deal's start, then to the one before
+    page.keyboard.press("ArrowRight")
+    expect(page.locator(".trick .played")).to_have_count(1)
+    page.keyboard.press("PageUp")  # to this deal's start
+    expect(page.locator(".trick .played")).to_have_count(0)
+    expect(page.locator(".table-info .deal-number")).to_have_text("Deal 4 of 20")
+    page.keyboard.press("PageUp")  # and from there to the one before
     expect(page.locator(".table-info .deal-number")).to_have_text("Deal 3 of 20")
     expect(page).to_have_url(re.compile(r"deal=3$"))
 
@@ -438,7 +496,9 @@ class Publisher:
 
     def _run(self) -> None:
         try:
-            self.result.append(self.stub.Publish(self._feed(), metadata=(("authorization", f"Bearer {TOKEN}"),)))
+            self.result.append(
+                self.stub.Publish(self._feed(), metadata=(("authorization", f"Bearer {TOKEN}"),))
+            )
         except grpc.RpcError as err:
             self.result.append(err)
 
@@ -464,7 +524,12 @@ def _last_seqs(match: pb.Match) -> list[int]:
     seq = 0
     for event in record_events(match, ruleset_from_proto(match.ruleset)):
         message = event.message()
-        starts = message.WhichOneof("event") in ("match_started", "deal_started", "card_played", "match_ended")
+        starts = message.WhichOneof("event") in (
+            "match_started",
+            "deal_started",
+            "card_played",
+            "match_ended",
+        )
         if starts and seq:
             out.append(seq)
         seq = message.seq
@@ -477,7 +542,9 @@ def _short_match() -> pb.Match:
     return match
 
 
-def test_a_match_published_card_by_card_appears_in_a_watching_page_in_order(live_server: Served, watched: Watched) -> None:
+def test_a_match_published_card_by_card_appears_in_a_watching_page_in_order(
+    live_server: Served, watched: Watched
+) -> None:
     page = watched.page
     match = _short_match()
     live_id = "live-in-order"
@@ -543,20 +610,16 @@ class Proxy:
         except OSError:
             pass
         for s in (source, target):
-            try:
+            with contextlib.suppress(OSError):
                 s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def drop(self) -> None:
         """Cut every open connection and refuse new ones until ``allow``."""
         self.refusing.set()
         with self._lock:
             for s in self._open:
-                try:
+                with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
                 s.close()
             self._open = []
 
@@ -578,6 +641,7 @@ def test_a_dropped_connection_shows_reconnecting_and_resumes_without_gaps_or_rep
     seqs = _last_seqs(match)
     cards = _card_events(match)
     proxy = Proxy(live_server.http_port)
+    watched.network_cut = True
     try:
         publisher.send(2 + 5)  # start, deal 1, five cards
         page.goto(f"http://127.0.0.1:{proxy.port}/#/live/{_route(live_id)}")
@@ -637,12 +701,21 @@ def _drop_file(page: Page, name: str, data: bytes) -> None:
     page.dispatch_event(".drop-zone", "drop", {"dataTransfer": transfer})
 
 
-def test_the_validate_page_judges_a_dropped_or_picked_file(stored: Served, watched: Watched) -> None:
+def test_the_validate_page_judges_a_dropped_or_picked_file(
+    stored: Served, watched: Watched
+) -> None:
     page = watched.page
     page.goto(stored.url + "/#/validate")
     bad = SAMPLES / "invalid" / "must-follow-suit.krec"
+    codes = [
+        f.code
+        for r in kingrec.validate_file(str(bad))
+        if isinstance(r, kingrec.MatchReport)
+        for f in r.findings
+    ]
+    assert "MUST_FOLLOW_SUIT" in codes
     _drop_file(page, bad.name, bad.read_bytes())
-    expect(page.locator(".verdict.invalid .code")).to_have_text(["MUST_FOLLOW_SUIT"])
+    expect(page.locator(".verdict.invalid .code")).to_have_text(codes)
     expect(page.locator(".verdict.invalid .where")).to_contain_text(bad.name)
     expect(page.locator(".summary")).to_contain_text("1 invalid")
     page.locator("input.file-input").set_input_files(str(SAMPLES / "damaged" / "flipped-byte.krec"))
@@ -653,13 +726,19 @@ def test_the_validate_page_judges_a_dropped_or_picked_file(stored: Served, watch
 # -- Hostile content and headers -------------------------------------------------------------
 
 
-def test_hostile_names_and_ids_render_as_text_and_the_layout_holds(stored: Served, browser: Browser) -> None:
+def test_hostile_names_and_ids_render_as_text_and_the_layout_holds(
+    stored: Served, browser: Browser
+) -> None:
     context = browser.new_context(viewport={"width": 390, "height": 844})  # a phone
     context.set_default_timeout(15_000)
     w = Watched(context.new_page())
     page = w.page
     try:
-        for route in ("/#/matches", "/#/match/" + _route(HOSTILE_ID), "/#/replay/" + _route(HOSTILE_ID) + "?deal=1&trick=1&card=1"):
+        for route in (
+            "/#/matches",
+            "/#/match/" + _route(HOSTILE_ID),
+            "/#/replay/" + _route(HOSTILE_ID) + "?deal=1&trick=1&card=1",
+        ):
             page.goto(stored.url + route)
             expect(page.locator("main h1")).to_be_visible()
             expect(page.locator("main .loading")).to_have_count(0)
@@ -668,13 +747,16 @@ def test_hostile_names_and_ids_render_as_text_and_the_layout_holds(stored: Serve
             assert width <= 390, f"{route}: the page is {width}px wide on a 390px screen"
         # The names are shown exactly as written (on the Table, by the seats).
         for seat, name in enumerate([XSS_IMG, XSS_SCRIPT, RTL]):
-            expect(page.locator(f".seat[data-seat='{seat}'] .seat-name .name")).to_have_text(f"{name} ({seat})")
+            expect(page.locator(f".seat[data-seat='{seat}'] .seat-name .name")).to_have_text(
+                f"{name} ({seat})"
+            )
         page.goto(stored.url + "/#/match/" + _route(HOSTILE_ID))
         expect(page.locator(".facts dd").filter(has_text="alert(2)")).to_have_text(XSS_SCRIPT)
         expect(page.locator(".tag")).to_have_text(f"{XSS_IMG}={RTL}")
-        # A 10,000-character id: no such match, said in a sentence, and the page stays narrow.
+        # A 10,000-character id: the server refuses it (aiohttp answers a request line that
+        # long with a plain 400 before the API sees it), the page says so and stays narrow.
         page.goto(stored.url + "/#/match/" + "w" * 10_000)
-        expect(page.locator(".error")).to_contain_text("MATCH_NOT_FOUND")
+        expect(page.locator(".error")).to_contain_text(re.compile("MATCH_NOT_FOUND|400"))
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         page.goto(stored.url + "/#/validate")
         long_id = _hostile_match()

@@ -78,6 +78,14 @@ export function playerText(players, seat) {
   return name ? `${name} (${seat})` : `seat ${seat}`;
 }
 
+/** The same as an element: the name isolated (<bdi>), so a right-to-left override in it
+ * cannot reorder the seat number after it. */
+export function playerNode(players, seat) {
+  const p = (players ?? []).find((x) => (x.seat ?? 0) === seat);
+  const name = p ? p.name || p.id || "" : "";
+  return name ? [el("bdi", {}, name), ` (${seat})`] : [`seat ${seat}`];
+}
+
 function contractList(list) {
   const names = (list ?? []).map(contractText);
   return names.length ? names.join(", ") : "none";

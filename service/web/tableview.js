@@ -5,7 +5,7 @@
 
 import { el, replace, signed } from "./dom.js";
 import { kindOf, nextStop, previousStop, stopsOf, tableAt } from "./events.js";
-import { cardBack, cardNode, cardText, contractText, dealEndText, playerText, suitText } from "./names.js";
+import { cardBack, cardNode, cardText, contractText, dealEndText, playerNode, playerText, suitText } from "./names.js";
 
 // Where each seat sits, counted from the seat at the bottom, in order of play
 // (anticlockwise, as every source plays: bottom, right, top, left).
@@ -65,7 +65,7 @@ export function createTable(options = {}) {
     speedSelect,
     position,
   );
-  const node = el("section", { class: "table-view" }, info, felt, finding, controls, scores);
+  const node = el("section", { class: "table-view" }, info, felt, finding, controls, el("div", { class: "scroll" }, scores));
 
   function go(index) {
     const clamped = Math.max(0, Math.min(index, stops.length - 1));
@@ -139,7 +139,7 @@ export function createTable(options = {}) {
     const deal = state.dealEnded ? state.dealEnded.scores[seat] : state.points[seat];
     replace(
       node,
-      el("div", { class: "seat-name" }, el("span", { class: "name", title: playerText(players, seat) }, playerText(players, seat)),
+      el("div", { class: "seat-name" }, el("span", { class: "name", title: playerText(players, seat) }, playerNode(players, seat)),
         declarer ? el("span", { class: "badge", title: "declarer" }, "declarer") : null),
       el("div", { class: "seat-meta" },
         el("span", { class: "taken", title: "tricks taken this deal" }, `${state.taken[seat]} tricks`),
@@ -162,7 +162,7 @@ export function createTable(options = {}) {
     if (state.trick.winner !== null) {
       const pts = state.trick.points ? ` (${signed(state.trick.points)})` : "";
       trickNode.appendChild(el("div", { class: "trick-caption" },
-        `trick ${state.trick.number}: ${playerText(state.match?.players, state.trick.winner)}${pts}`));
+        `trick ${state.trick.number}: `, playerNode(state.match?.players, state.trick.winner), pts));
     }
   }
 
@@ -191,7 +191,7 @@ export function createTable(options = {}) {
       parts.push(el("span", { class: "contract" }, contractText(state.deal.contract)));
       const trump = suitText(state.deal.trump);
       if (trump) parts.push(el("span", { class: "trump" }, `trumps ${trump}`));
-      parts.push(el("span", { class: "declarer-name" }, `declarer ${playerText(players, state.deal.declarer)}`));
+      parts.push(el("span", { class: "declarer-name" }, "declarer ", playerNode(players, state.deal.declarer)));
       if (state.trick) parts.push(el("span", { class: "trick-number" }, `trick ${state.trick.number}`));
       if (state.dealEnded) parts.push(el("span", { class: "deal-end" }, dealEndText(state.dealEnded.end)));
       if (state.deal.playable === false) parts.push(el("span", { class: "deal-end" }, "this deal cannot be replayed"));
@@ -211,7 +211,7 @@ export function createTable(options = {}) {
       el("thead", {}, el("tr", {}, el("th", {}, "player"), el("th", {}, "tricks"), el("th", {}, "this deal"), el("th", {}, "total"))),
       el("tbody", {}, [0, 1, 2, 3].map((seat) =>
         el("tr", { dataset: { seat: String(seat) } },
-          el("td", { class: "name" }, playerText(players, seat)),
+          el("td", { class: "name" }, playerNode(players, seat)),
           el("td", { class: "num" }, state.taken[seat]),
           el("td", { class: "num" }, signed(deal(seat))),
           el("td", { class: "num total" }, signed(total(seat)))))),
