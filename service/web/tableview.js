@@ -143,7 +143,7 @@ export function createTable(options = {}) {
         declarer ? el("span", { class: "badge", title: "declarer" }, "declarer") : null),
       el("div", { class: "seat-meta" },
         el("span", { class: "taken", title: "tricks taken this deal" }, `${state.taken[seat]} tricks`),
-        el("span", { class: "deal-points", title: "points this deal" }, signed(deal))),
+        el("span", { class: "deal-points", title: "points this deal" }, `${signed(deal)} pts`)),
       hand,
     );
   }

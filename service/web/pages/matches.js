@@ -63,7 +63,8 @@ function row(m) {
     el("td", { class: "verdict" }, m.valid ? "✓ valid" : "✗ invalid"),
     el("td", { class: "num" }, m.deals ?? 0),
     el("td", { class: "num totals" }, (m.totals ?? []).map(signed).join(" ")),
-    el("td", { class: "source", title: m.source ?? "" }, m.source ?? ""),
+    // A source is often a path: its last part says enough, the whole is in the tooltip.
+    el("td", { class: "source", title: m.source ?? "" }, (m.source ?? "").split("/").pop()),
   );
 }
 

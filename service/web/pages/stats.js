@@ -49,12 +49,14 @@ export async function render(main, _params, query) {
     el("section", { class: "stat", dataset: { name } },
       el("h2", {}, answer.title ?? name),
       answer.description ? el("p", { class: "description" }, answer.description) : null,
-      chart && chart.bars.length
-        ? el("figure", { class: "chart-box" }, barChart(chart.bars, `${answer.title ?? name}: ${chart.column}`),
-          el("figcaption", {}, `bars: ${chart.column}`))
-        : el("p", { class: "empty" }, "No rows: the store holds no deal this question counts."),
-      el("div", { class: "scroll" }, rowsTable(answer)),
-      el("details", { class: "sql", open: true }, el("summary", {}, "SQL"), el("pre", {}, el("code", {}, answer.sql ?? ""))),
+      el("div", { class: "stat-body" },
+        chart && chart.bars.length
+          ? el("figure", { class: "chart-box" }, barChart(chart.bars, `${answer.title ?? name}: ${chart.column}`),
+            el("figcaption", {}, `bars: ${chart.column}`))
+          : el("p", { class: "empty" }, "No rows: the store holds no deal this question counts."),
+        el("div", { class: "stat-side" },
+          el("details", { class: "sql", open: true }, el("summary", {}, "SQL"), el("pre", {}, el("code", {}, answer.sql ?? ""))),
+          el("div", { class: "scroll" }, rowsTable(answer)))),
       el("p", { class: "hint" }, "The same rows: ", el("code", {}, `kingrec stats ${name}`))),
   );
   return undefined;
