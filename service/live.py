@@ -314,7 +314,7 @@ class LiveMatch:
             return len(self.events)
         return bisect.bisect_right(self.times, self._loop.time() - delay)
 
-    async def follow(
+    def follow(
         self,
         after: int,
         delay: float,
@@ -325,13 +325,19 @@ class LiveMatch:
         batches, each ``delay`` seconds after it happened, until the match ends: ``(start,
         end, is_snapshot)``, the batch being ``events[start:end]`` (see ``encoded``).
 
-        Raises ``FellBehindError`` when more than ``config.max_lag`` events published since
-        the viewer came are waiting for it. Once ``stopping`` is set, the delay no longer
-        holds back the end of the match."""
+        A ``resume_from`` past the last event is refused at once (``BadRequestError``), so a
+        viewer is told before anything is sent. The batches raise ``FellBehindError`` when
+        more than ``config.max_lag`` events published since the viewer came are waiting for
+        it. Once ``stopping`` is set, the delay no longer holds back the end of the match."""
         if after > len(self.events):
             raise BadRequestError(
                 f"resume_from {after} is past the match's last event ({len(self.events)})"
             )
+        return self._follow(after, delay, config, stopping)
+
+    async def _follow(
+        self, after: int, delay: float, config: LiveConfig, stopping: asyncio.Event
+    ) -> AsyncGenerator[tuple[int, int, bool]]:
         self.viewers += 1
         try:
             live_from = len(self.events)  # events from here on were published while watching

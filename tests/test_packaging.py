@@ -222,6 +222,15 @@ def test_wheel_carries_the_schema_and_not_the_c(wheel: Path) -> None:
     # The summary names the store, and the store is in the wheel.
     assert "analysis store" in metadata.split("\n\n", 1)[0]
     assert {"kingrec/store/__init__.py", "kingrec/builder/__init__.py"} <= names
+    # The web viewer's static files, served by `kingrec serve --http`, come with the wheel.
+    service = ROOT / "service"
+    web = {
+        f"kingrec_service/{path.relative_to(service).as_posix()}"
+        for path in (service / "web").rglob("*")
+        if path.is_file()
+    }
+    assert "kingrec_service/web/index.html" in web
+    assert web | {"kingrec_service/http/__init__.py"} <= names
 
 
 # -- installing without a C compiler --------------------------------------------------------------

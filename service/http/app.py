@@ -91,6 +91,9 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except (ConnectionResetError, TimeoutError):
         raise  # the client went away or stalled: nobody to answer
     except Exception as exc:
+        if isinstance(exc, OSError | ValueError) and request.path.startswith("/static/"):
+            # a name the file system refuses (too long, a NUL): no such file either
+            return _error(404, "NOT_FOUND", f"no such file: {request.path[:200]!r}")
         log.error("internal error on %s %s: %r", request.method, request.path[:200], exc)
         if os.environ.get("KINGREC_DEBUG"):
             log.exception("the traceback")
@@ -156,7 +159,8 @@ class HttpSite:
             handle_signals=False,
             access_log=None,
             shutdown_timeout=grace,
-            handler_args={"max_line_size": MAX_LINE_BYTES, "max_field_size": MAX_LINE_BYTES},
+            max_line_size=MAX_LINE_BYTES,
+            max_field_size=MAX_LINE_BYTES,
         )
 
     async def start(self) -> None:

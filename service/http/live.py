@@ -66,6 +66,7 @@ async def watch(request: web.Request) -> web.StreamResponse:
     live = ctx.hub.get(match_id)
     follow = live.follow(after, delay_ms / 1000, ctx.hub.config, ctx.hub.stopping)
     try:
+        await stream.open()
         async with aclosing(follow) as batches:
             async for start, end, _ in batches:
                 texts = _texts(live, seat, end)
@@ -75,6 +76,8 @@ async def watch(request: web.Request) -> web.StreamResponse:
         if not stream.started:
             raise
         await stream.failed(exc)
+    except (ConnectionResetError, TimeoutError):  # the client went away, or stalled and was cut
+        return stream.abandoned()
     else:
         await stream.end("OK", f"match {match_id} ended")
     return await stream.response()

@@ -133,6 +133,8 @@ async def replay(request: web.Request) -> web.StreamResponse:
         if not stream.started:
             raise
         await stream.failed(exc)
+    except (ConnectionResetError, TimeoutError):  # the client went away, or stalled and was cut
+        return stream.abandoned()
     else:
         await stream.end("OK", "the replay is complete")
     return await stream.response()

@@ -5,7 +5,8 @@ the cut of a client that takes no data for ``SEND_TIMEOUT`` seconds are the libr
 
 A stream starts (status 200, headers out) only with its first events, so a request that
 fails before (no such match, a bad ``resume_from``) still gets its HTTP status and JSON
-error; once started, a failure is the stream's last message.
+error; once started, a failure is the stream's last message. A client that goes away (or
+stalls past ``SEND_TIMEOUT`` and is cut) ends its stream quietly: ``abandoned``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,11 @@ class EventStream:
     def started(self) -> bool:
         return self._sse is not None or self._stream is not None
 
+    async def open(self) -> None:
+        """Send the status and headers now (a live stream: the browser knows it is in)."""
+        if not self.started and self.form != "json":
+            await self._start()
+
     async def _start(self) -> None:
         if self.form == "sse":
             self._sse = EventSourceResponse(send_timeout=SEND_TIMEOUT, ping_interval=PING_INTERVAL)
@@ -93,6 +99,15 @@ class EventStream:
     async def failed(self, exc: KingrecError) -> None:
         """An expected failure after the stream started (see ``error_object``)."""
         await self.end(error=error_object(exc))
+
+    def abandoned(self) -> web.StreamResponse:
+        """The response of a client that went away or stalled (its connection is closed or
+        cut): nothing more is written."""
+        if self._sse is not None:
+            self._sse.stop_streaming()
+            return self._sse
+        assert self._stream is not None
+        return self._stream
 
     async def response(self) -> web.StreamResponse:
         """The finished response."""
