@@ -56,9 +56,17 @@ function watch(main, id, query) {
   const table = createTable({ follow: true, bottomSeat: seat ?? 0 });
   const state = el("span", { class: "stream-state", dataset: { state: "connecting" } }, "connecting…");
   const follow = el("button", { type: "button", class: "follow", onclick: () => table.go(table.stops.length - 1) }, "⏩ follow live");
+  // Whose view: changing it starts the stream again for that seat (the server decides
+  // what each seat may see).
+  const view = el("select", { class: "seat-view", "aria-label": "whose view" },
+    el("option", { value: "", selected: seat === null }, "all hands"),
+    [0, 1, 2, 3].map((s) => el("option", { value: String(s), selected: seat === s }, `seat ${s}'s view`)));
+  view.addEventListener("change", () => {
+    location.hash = href(matchPath("live", id), { seat: view.value, delay_ms: delay ?? "" });
+  });
   replace(main,
     el("h1", { class: "match-id" }, "Live: ", el("span", { class: "id", title: id }, id)),
-    el("div", { class: "toolbar" }, state, follow),
+    el("div", { class: "toolbar" }, state, follow, view),
     table.node);
 
   let lastSeq = 0; // the number of the last event drawn: what a resumption asks after
