@@ -46,7 +46,7 @@ export function createTable(options = {}) {
   const playButton = el("button", { type: "button", class: "play", onclick: () => toggle() }, "▶ play");
   const speedSelect = el(
     "select",
-    { class: "speed", "aria-label": "speed", onchange: () => { speed = Number(speedSelect.value); } },
+    { class: "speed", "aria-label": "speed", onchange: () => setSpeed(Number(speedSelect.value)) },
     ...[2000, 1000, 800, 400, 150].map((ms) =>
       el("option", { value: String(ms), selected: ms === speed }, `${(1000 / ms).toFixed(ms > 1000 ? 1 : ms > 300 ? 2 : 0)} cards/s`)),
   );
@@ -106,8 +106,15 @@ export function createTable(options = {}) {
     return undefined;
   }
 
+  function setSpeed(ms) {
+    speed = ms;
+    if (timer !== null) { stop(); toggle(); } // playing: go on at the new speed
+  }
+
   function onKey(event) {
     if (event.target instanceof HTMLInputElement || event.target instanceof HTMLSelectElement) return;
+    // Space on a focused button is that button's own click; taking it too would undo it.
+    if (event.key === " " && event.target instanceof HTMLButtonElement) return;
     const actions = {
       ArrowRight: () => go(at + 1), ArrowLeft: () => go(at - 1),
       ArrowDown: trickForward, ArrowUp: trickBack,
