@@ -575,6 +575,20 @@ def test_a_match_published_card_by_card_appears_in_a_watching_page_in_order(
     assert totals == report_totals(match)
 
 
+def test_watching_a_match_that_is_not_live_says_so_and_stops_asking(
+    live_server: Served, watched: Watched
+) -> None:
+    page = watched.page
+    page.goto(live_server.url + "/#/live/" + _route(XSS_IMG))
+    state = page.locator(".stream-state")
+    expect(state).to_have_attribute("data-state", "error")
+    expect(state).to_have_text(re.compile(r"^MATCH_NOT_FOUND: no live match"))
+    assert page.locator("main img").count() == 0
+    page.goto(live_server.url + "/#/live/anything?delay_ms=soon")
+    expect(state).to_have_attribute("data-state", "error")
+    expect(state).to_contain_text("BAD_REQUEST")
+
+
 class Proxy:
     """A TCP relay between the browser and the server that the test can cut: the dropped
     connection a phone on a train has."""

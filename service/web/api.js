@@ -62,6 +62,24 @@ export const api = {
   live: () => getJson("/api/live"),
   /** The URL of a live match's SSE stream (EventSource takes a URL, not a request). */
   liveUrl: (id, params) => `/api/live/${ids(id)}` + query(params),
+  /**
+   * Why a stream URL does not stream: null when it does (the request is then dropped), else
+   * its ApiError. EventSource cannot read an error's body, so the page asks again by fetch.
+   */
+  async probe(url) {
+    const controller = new AbortController();
+    let response;
+    try {
+      response = await fetch(url, { headers: { Accept: "text/event-stream" }, signal: controller.signal });
+    } catch (err) {
+      return new ApiError("UNREACHABLE", `the server cannot be reached (${err.message})`, 0);
+    }
+    if (response.ok) {
+      controller.abort();
+      return null;
+    }
+    return failure(response);
+  },
   /** The stats questions: {questions: [{name, title, sql}]}. */
   statsList: () => getJson("/api/stats"),
   /** One question's answer: {name, title, sql, columns, rows}. */

@@ -112,7 +112,8 @@ function watch(main, id, query) {
   }
   function connect() {
     const params = { seat: seat ?? "", delay_ms: delay ?? "", resume_from: lastSeq || "" };
-    source = new EventSource(api.liveUrl(id, params));
+    const url = api.liveUrl(id, params);
+    source = new EventSource(url);
     source.onopen = () => setState("live", "● live");
     source.onmessage = receive;
     source.onerror = () => {
@@ -121,11 +122,20 @@ function watch(main, id, query) {
         // The browser retries by itself, sending Last-Event-ID.
         setState("reconnecting", "reconnecting…");
       } else {
-        // It gave up (the server answered with an error page): try again ourselves,
+        // It gave up: the server answered with an error (no such live match, a bad seat) or
+        // not at all. Ask why; a refusal is shown and final, anything else is tried again
         // from the last event drawn.
         setState("reconnecting", "connection lost; reconnecting…");
         source.close();
-        retry = setTimeout(connect, 2000);
+        api.probe(url).then((problem) => {
+          if (closed) return;
+          if (problem && problem.status >= 400 && problem.status < 500 && problem.status !== 429) {
+            closed = true;
+            setState("error", `${problem.code}: ${problem.message}`);
+            return;
+          }
+          retry = setTimeout(connect, 2000);
+        });
       }
     };
     source.addEventListener("end", (message) => {
