@@ -44,6 +44,7 @@ COMMANDS = {
     "ingest": "kingrec_cli.ingest",
     "query": "kingrec_cli.query",
     "stats": "kingrec_cli.stats",
+    "view": "kingrec_cli.view",
 }
 
 COMPLETION = """Shell completion (bash; zsh_source and fish_source for the others):

@@ -9,6 +9,7 @@ import base64
 import contextlib
 import http.client
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -716,3 +717,51 @@ def test_serve_http_refuses_a_bad_address_and_a_port_in_use(tmp_path: Path) -> N
             timeout=60,
         )
     assert busy.returncode == 2 and "for HTTP" in busy.stderr and "Traceback" not in busy.stderr
+
+
+def test_view_serves_a_record_file_in_the_viewer_and_cleans_up(tmp_path: Path) -> None:
+    sample = tmp_path / "one.krec"
+    sample.write_bytes((SAMPLES / "valid" / "abandoned.krec").read_bytes())
+    with subprocess.Popen(
+        [str(KINGREC), "view", str(sample)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    ) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            assert line.startswith(f"kingrec: viewing {sample} (1 match(es)) at http://127.0.0.1:")
+            url = line.rsplit(" at ", 1)[1].strip()
+            assert url.endswith("/#/match/abandoned-0")
+            base = url.split("#", 1)[0]
+            with urllib.request.urlopen(base, timeout=10) as response:
+                assert b"<html" in response.read()
+            with urllib.request.urlopen(base + "api/matches", timeout=10) as response:
+                page = json.loads(response.read())
+            assert [m["match_id"] for m in page["matches"]] == ["abandoned-0"]
+            with urllib.request.urlopen(base + "api/matches/abandoned-0/replay", timeout=10) as r:
+                assert json.loads(r.read())[-1]["match_ended"]["deals"] == 13
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    assert process.returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.krec"]  # the store is gone
+
+
+def test_view_of_a_file_without_records_says_so(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.krec"
+    junk.write_bytes(b"not a record file at all")
+    result = subprocess.run(
+        [str(KINGREC), "view", str(junk)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert "kingrec: error:" in result.stderr and "Traceback" not in result.stderr
+    result = subprocess.run(
+        [str(KINGREC), "view", str(tmp_path / "missing.krec")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and "missing.krec" in result.stderr

@@ -11,6 +11,8 @@ stalls past ``SEND_TIMEOUT`` and is cut) ends its stream quietly: ``abandoned``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Sequence
 from typing import Literal
 
@@ -45,13 +47,56 @@ def form_of(request: web.Request, default: Form) -> Form:
     return default
 
 
+class _Stream(web.StreamResponse):
+    """An NDJSON response whose end, once its client went away, is quietly nothing."""
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        with contextlib.suppress(ConnectionResetError):
+            await super().write_eof(data)
+
+
+class _EventSource(EventSourceResponse):
+    """aiohttp-sse's response, whose messages (framed by the library's ``send``) can be held
+    and written together: one write, one system call, for a batch of events instead of one
+    each (a write costs more than the framing of an event)."""
+
+    _held: list[bytes] | None = None
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        with contextlib.suppress(ConnectionResetError):  # the client went away
+            await super().write_eof(data)
+
+    async def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._held is not None:
+            self._held.append(bytes(data))
+            return
+        await super().write(data)
+
+    async def send_all(self, events: Sequence[tuple[int, bytes]]) -> None:
+        self._held = []
+        try:
+            for seq, text in events:
+                await self.send(text.decode("ascii"), id=str(seq))
+        finally:
+            held, self._held = self._held, None
+        try:
+            async with asyncio.timeout(SEND_TIMEOUT):
+                await self.write(b"".join(held))
+        except TimeoutError:  # a client that takes nothing: cut, as send() itself cuts it
+            self.stop_streaming()
+            transport = self._req.transport if self._req is not None else None
+            if transport is not None:
+                transport.abort()
+            raise
+
+
 class EventStream:
     """One response streaming events (each given as its JSON text) in ``form``."""
 
     def __init__(self, request: web.Request, form: Form) -> None:
         self.request = request
         self.form = form
-        self._sse: EventSourceResponse | None = None
+        self._sse: _EventSource | None = None
         self._stream: web.StreamResponse | None = None
         self._array: list[bytes] = []
 
@@ -66,10 +111,10 @@ class EventStream:
 
     async def _start(self) -> None:
         if self.form == "sse":
-            self._sse = EventSourceResponse(send_timeout=SEND_TIMEOUT, ping_interval=PING_INTERVAL)
+            self._sse = _EventSource(send_timeout=SEND_TIMEOUT, ping_interval=PING_INTERVAL)
             await self._sse.prepare(self.request)
         elif self.form == "ndjson":
-            self._stream = web.StreamResponse(headers={"Content-Type": NDJSON + "; charset=utf-8"})
+            self._stream = _Stream(headers={"Content-Type": NDJSON + "; charset=utf-8"})
             self._stream.enable_chunked_encoding()
             await self._stream.prepare(self.request)
 
@@ -78,8 +123,7 @@ class EventStream:
         if not self.started and self.form != "json":
             await self._start()
         if self._sse is not None:
-            for seq, text in events:
-                await self._sse.send(text.decode("ascii"), id=str(seq))
+            await self._sse.send_all(events)
         elif self._stream is not None:
             await self._stream.write(b"".join([text + b"\n" for _, text in events]))
         else:
