@@ -737,6 +737,33 @@ def test_the_validate_page_judges_a_dropped_or_picked_file(
     expect(page.locator(".verdict.valid")).to_have_count(2)
 
 
+def test_kingrec_view_opens_a_record_file_at_its_match(watched: Watched) -> None:
+    bad = SAMPLES / "invalid" / "must-follow-suit.krec"
+    process = subprocess.Popen(
+        [str(KINGREC), "view", str(bad)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        found = re.search(r"at (http://127\.0\.0\.1:\d+/\S*)", line)
+        assert found, line
+        page = watched.page
+        page.goto(found.group(1))
+        expect(page.locator("h1 .id")).to_have_text("invalid-must-follow-suit")
+        expect(page.locator(".findings .code").first).to_have_text("MUST_FOLLOW_SUIT")
+        page.locator(".findings a.place").first.click()
+        expect(page.locator(".trick .played.illegal")).to_have_count(1)
+        expect(page.locator(".finding .finding-code")).to_have_text("MUST_FOLLOW_SUIT")
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
 # -- Hostile content and headers -------------------------------------------------------------
 
 
