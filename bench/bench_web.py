@@ -21,12 +21,16 @@ its cores.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
@@ -129,7 +133,23 @@ def _matches_page(page: Page, url: str, runs: int) -> None:
     print(f"Matches page, cold load of the app to 100 rows drawn: {_ms(cold)}")
 
 
-def _replay(page: Page, runs: int) -> None:
+def _server_only(url: str, ids: list[str], runs: int) -> None:
+    """The same JSON replays fetched by this script (no browser): what the server and the
+    loopback cost, to tell them from what the page adds."""
+    rates = []
+    for i in range(runs):
+        path = f"/api/matches/{urllib.parse.quote(ids[i % len(ids)], safe='')}/replay"
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(url + path) as answer:
+            count = len(json.load(answer))
+        rates.append(count / (time.perf_counter() - t0))
+    print(
+        f"Replay, the same JSON fetched without a browser: median "
+        f"{statistics.median(rates):,.0f} events/s, worst {min(rates):,.0f} events/s"
+    )
+
+
+def _replay(page: Page, url: str, runs: int) -> None:
     ids = page.evaluate(
         "async () => (await (await fetch('/api/matches?limit=50')).json())"
         ".matches.map((m) => m.match_id)"
@@ -148,6 +168,7 @@ def _replay(page: Page, runs: int) -> None:
             f"Replay to the page, {label}: median {statistics.median(rates):,.0f} events/s, "
             f"worst {min(rates):,.0f} events/s ({total / runs:.0f} events a match)"
         )
+    _server_only(url, ids, runs)
 
 
 def main() -> None:
@@ -165,7 +186,7 @@ def main() -> None:
                 page = browser.new_page(viewport={"width": 1280, "height": 900})
                 page.goto(url + "/#/matches")
                 _matches_page(page, url, options.runs)
-                _replay(page, options.runs)
+                _replay(page, url, options.runs)
                 browser.close()
         finally:
             process.terminate()
