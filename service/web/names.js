@@ -71,6 +71,12 @@ export function dealEndText(value) {
   }[key] ?? "";
 }
 
+/** How a deal ended, in a word or two (a table cell; the sentence is dealEndText). */
+export function dealEndShort(value) {
+  const key = short(value, "DEAL_END_");
+  return { ALL_TRICKS: "13 tricks", EARLY: "early", ABANDONED: "abandoned", REVOKE: "revoke" }[key] ?? "";
+}
+
 /** A player's name with the seat, the way the CLI writes it: Ayşe (0). */
 export function playerText(players, seat) {
   const p = (players ?? []).find((x) => (x.seat ?? 0) === seat);

@@ -5,7 +5,7 @@
 import { api } from "../api.js";
 import { el, href, matchPath, replace, signed } from "../dom.js";
 import { bodyOf, kindOf } from "../events.js";
-import { cardText, contractText, dealEndText, rulesetSentences, statusText, suitText } from "../names.js";
+import { cardText, contractText, dealEndShort, dealEndText, rulesetSentences, statusText, suitText } from "../names.js";
 
 /** Each deal's row from the events: {deal, declarer, contract, trump, end, scores, totals}. */
 function dealRows(events) {
@@ -85,7 +85,7 @@ export async function render(main, [id]) {
       [0, 1, 2, 3].map((s) => el("td", { class: "num" },
         r.scores ? signed(r.scores[s] ?? 0) : "",
         r.totals ? el("span", { class: "running" }, signed(r.totals[s] ?? 0)) : "")),
-      el("td", { class: "end" }, r.playable === false ? "not playable" : dealEndText(r.end))))));
+      el("td", { class: "end", title: dealEndText(r.end) }, r.playable === false ? "not playable" : dealEndShort(r.end))))));
 
   const places = playPlaces(events);
   const findings = report.findings ?? [];

@@ -18,7 +18,8 @@ function chartOf(answer) {
   let labels = columns.slice(0, bar).map((c, i) => [c, i]).filter(([c]) => !MEASURE.test(c[1])).map(([, i]) => i);
   if (!labels.length) labels = [bar === 0 ? 1 : 0].filter((i) => i < columns.length && i !== bar);
   const bars = (answer.rows ?? []).map((row) => ({
-    label: labels.map((i) => (labels.length > 1 ? `${names[i]} ${row[i]}` : String(row[i]))).join(" · "),
+    // "KOZ · seat 2": the first label as it is, the others with their column's name.
+    label: labels.map((i, k) => (k > 0 ? `${names[i]} ${row[i]}` : String(row[i]))).join(" · "),
     value: typeof row[bar] === "number" ? row[bar] : Number(row[bar]),
   }));
   return { column: names[bar], bars };
