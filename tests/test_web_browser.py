@@ -443,6 +443,53 @@ def test_stepping_a_replay_shows_the_records_cards_in_their_places(
     expect(page).to_have_url(re.compile(r"deal=3$"))
 
 
+# The app's own fold (service/web/events.js), run in the page over a stored replay's events:
+# the table at the close of each trick (hands, tricks taken, who won) and of each deal (the
+# running totals), as the Table draws it.
+FOLD = """async (id) => {
+    const m = await import("/static/events.js");
+    const answer = await fetch(`/api/matches/${encodeURIComponent(id)}/replay`);
+    const events = await answer.json();
+    const state = m.emptyTable();
+    const out = [];
+    let i = 0;
+    for (const stop of m.stopsOf(events)) {
+        while (i <= stop.index) m.apply(state, events[i++]);
+        const hands = state.hands.map((h) => [...h].sort((a, b) => a - b));
+        if (stop.closesTrick) {
+            out.push(["trick", stop.deal, stop.trick, state.trick.winner, hands, [...state.taken]]);
+        }
+        if (stop.closesDeal) out.push(["deal", stop.deal, state.dealEnded.totals]);
+    }
+    return out;
+}"""
+
+
+def test_the_table_the_page_draws_agrees_with_the_library_on_every_valid_sample(
+    stored: Served, watched: Watched
+) -> None:
+    page = watched.page
+    page.goto(stored.url + "/#/matches")
+    expect(page.locator("table.matches tbody tr").first).to_be_visible()
+    matches = _records(*sorted((SAMPLES / "valid").glob("*.krec")))
+    assert len(matches) > 10
+    for match in matches:
+        want: list[Any] = []
+        for view in kingrec.replay_match(match):
+            left = [set(view.hands[13 * s : 13 * s + 13]) for s in range(4)]
+            taken = [0, 0, 0, 0]
+            for trick in view.tricks:
+                for i, card in enumerate(trick.cards):
+                    left[(trick.leader + i) % 4].discard(card)
+                if trick.winner is None:
+                    continue  # a trick the deal stopped in (abandoned, a revoke)
+                taken[trick.winner] += 1
+                hands = [sorted(h) for h in left]
+                want.append(["trick", view.number, trick.number, trick.winner, hands, list(taken)])
+            want.append(["deal", view.number, list(view.totals)])
+        assert page.evaluate(FOLD, match.match_id) == want, match.match_id
+
+
 def test_play_runs_the_replay_forward_and_pause_stops_it(stored: Served, watched: Watched) -> None:
     page = watched.page
     page.goto(stored.url + "/#/replay/classic-0?deal=1")
