@@ -14,6 +14,15 @@ export function cardText(code) {
   return SUITS[Math.floor(code / 13)] + RANKS[code % 13];
 }
 
+/** A card given by code (events) or by the format's name ("QS", "TH": the record's JSON
+ * form and validate's reports), as people write it. */
+export function cardLabel(value) {
+  if (typeof value !== "string") return cardText(value);
+  const found = /^([2-9TJQKA])([CDHS])$/.exec(value);
+  if (!found) return value;
+  return cardText("CDHS".indexOf(found[2]) * 13 + "23456789TJQKA".indexOf(found[1]));
+}
+
 /** A card as an element, coloured by suit; data-card holds the code for tests and CSS. */
 export function cardNode(code, extra = "") {
   const suit = Number.isInteger(code) && code >= 0 && code < 52 ? Math.floor(code / 13) : -1;
@@ -116,8 +125,7 @@ export function rulesetSentences(r) {
   }
   const first = short(r.first_declarer, "FIRST_DECLARER_RULE_");
   if (first === "HOLDER_OF_CARD") {
-    const card = typeof r.first_declarer_card === "string" ? r.first_declarer_card : cardText(r.first_declarer_card);
-    out.push(`The first declarer holds ${card} in the first deal.`);
+    out.push(`The first declarer holds ${cardLabel(r.first_declarer_card)} in the first deal.`);
   } else if (first) out.push("The first declarer is chosen by lot.");
   const koz = [];
   if (r.must_ruff) koz.push("a player void in the led suit must ruff");

@@ -5,7 +5,7 @@
 import { api } from "../api.js";
 import { el, href, matchPath, replace, signed } from "../dom.js";
 import { bodyOf, kindOf } from "../events.js";
-import { cardText, contractText, dealEndShort, dealEndText, rulesetSentences, statusText, suitText } from "../names.js";
+import { cardLabel, contractText, dealEndShort, dealEndText, rulesetSentences, statusText, suitText } from "../names.js";
 
 /** Each deal's row from the events: {deal, declarer, contract, trump, end, scores, totals}. */
 function dealRows(events) {
@@ -38,7 +38,7 @@ export function findingPlace(f) {
   if (f.deal !== undefined) parts.push(`deal ${f.deal}`);
   if (f.trick !== undefined) parts.push(`trick ${f.trick}`);
   if (f.seat !== undefined) parts.push(`seat ${f.seat}`);
-  if (f.card !== undefined) parts.push(typeof f.card === "string" ? f.card : cardText(f.card));
+  if (f.card !== undefined) parts.push(cardLabel(f.card));
   return parts.join(", ");
 }
 
