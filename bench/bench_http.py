@@ -107,18 +107,20 @@ def get(port: int, path: str, accept: str = "application/json") -> bytes:
 def bench_matches(server: Server, repeat: int) -> None:
     first = json.loads(get(server.port, "/api/matches?limit=100"))
     name = first["matches"][0]["players"][0]["name"]
-    deep = "/api/matches?limit=100&page_token=0"
-    # a page deep in the store: walk there with big pages (not timed)
+    # a page in the middle of the store: walk there with big pages (not timed)
+    tokens = []
     token = ""
     for _ in range(5000):
         page = json.loads(get(server.port, f"/api/matches?limit=1000&page_token={token}"))
-        if not page["next_page_token"]:
-            break
         token = page["next_page_token"]
-        deep = f"/api/matches?limit=100&page_token={token}"
+        if not token:
+            break
+        tokens.append(token)
+    middle = tokens[len(tokens) // 2] if tokens else ""
+    deep = f"/api/matches?limit=100&page_token={middle}"
     pages = {
         "first page (100)": "/api/matches?limit=100",
-        "deep page (100)": deep,
+        "a page in the middle (100)": deep,
         f"player={name} (100)": f"/api/matches?limit=100&player={urllib.parse.quote(name)}",
         "valid=false (100)": "/api/matches?limit=100&valid=false",
     }
@@ -263,7 +265,7 @@ def _shares(total: int, parts: int) -> list[int]:
     return [total // parts + (n < total % parts) for n in range(parts)]
 
 
-def bench_live(server: Server, viewers: int, cards_per_s: float, stalled: bool) -> None:
+def bench_live(server: Server, viewers: int, cards_per_s: float, stalled: bool, cards: int) -> None:
     match = next(r.match for r in read_records(str(CLASSIC)) if isinstance(r, Record))
     match_id = f"bench-live-{os.getpid()}-{time.time_ns()}"
     channel = grpc.insecure_channel(f"127.0.0.1:{server.grpc_port}")
@@ -313,6 +315,9 @@ def bench_live(server: Server, viewers: int, cards_per_s: float, stalled: bool) 
                 deal += 1
                 play = 0
             elif kind == "card":
+                if cards and len(sent) >= cards:  # enough: the match ends here
+                    yield svc.PublishRequest(end=svc.LiveEnd(reason="the bench had enough"))
+                    return
                 due += gap
                 pause = due - time.monotonic()
                 if pause > 0:
@@ -370,6 +375,7 @@ def main() -> None:
     parser.add_argument("--replays", type=int, default=20, help="matches replayed per form")
     parser.add_argument("--viewers", type=int, default=200)
     parser.add_argument("--cards-per-s", type=float, default=100.0)
+    parser.add_argument("--cards", type=int, default=0, help="publish this many (0: all)")
     parser.add_argument("--no-stalled", action="store_true", help="no viewer that never reads")
     parser.add_argument("--only", choices=["matches", "replay", "live"], action="append")
     parser.add_argument("--viewers-child", help=argparse.SUPPRESS)
@@ -388,7 +394,7 @@ def main() -> None:
         if "replay" in only:
             bench_replay(server, args.replays)
         if "live" in only:
-            bench_live(server, args.viewers, args.cards_per_s, not args.no_stalled)
+            bench_live(server, args.viewers, args.cards_per_s, not args.no_stalled, args.cards)
     finally:
         server.stop()
 

@@ -132,6 +132,10 @@ def serve(
     or Ctrl-C, then stops gracefully: uploads get the answers to what they sent, live
     matches are stored as abandoned, streams end saying where to resume, calls in flight get
     --grace seconds to finish.
+
+    With --http, the same process also serves the web viewer and the HTTP API
+    (docs/HTTP.md) over the same store and live matches: JSON, NDJSON and Server-Sent
+    Events for browsers and scripts.
     """
     logging.basicConfig(stream=sys.stderr, format="kingrec serve: %(message)s", level=logging.INFO)
     http_host, http_port = (None, 0) if http is None else http_address(http)

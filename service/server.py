@@ -11,6 +11,9 @@ for the largest record there is (a JSON record of ``MAX_JSON_LINE_BYTES``) and i
 responses are kept to ``MAX_RESPONSE_BYTES``, gRPC's default receive limit, so that clients
 need no setting.
 
+With ``config.http_host`` the same loop also serves the HTTP API and the web viewer
+(``kingrec_service.http``) over the same hub and store, on a socket bound here as well.
+
 With ``config.db`` the server owns that DuckDB store (``kingrec_service.storage``: DuckDB
 lets one process write a file, so nothing else may hold it open meanwhile).
 

@@ -224,6 +224,8 @@ def test_names_with_markup_never_appear_as_markup_in_any_answer(web: Web) -> Non
         assert b"<" not in body and b">" not in body and b"\xe2\x80\xae" not in body
         assert headers["Content-Type"].startswith("application/json")
     assert web.json(f"/api/matches/{quoted}")["players"][0]["name"] == HOSTILE_NAME
+    _, headers, _ = web.get(f"/api/matches/{quoted}?format=krec")
+    assert headers["Content-Disposition"] == 'attachment; filename="_script_alert_1___script_.krec"'
 
 
 def test_a_body_over_the_limit_is_refused_with_413(web: Web) -> None:
@@ -311,7 +313,7 @@ def test_a_match_as_krec_is_a_file_of_the_stored_frame_byte_for_byte(
         status, got, body = web.get(path, headers)
         assert status == 200
         assert got["Content-Type"] == "application/octet-stream"
-        assert "attachment" in got["Content-Disposition"]
+        assert got["Content-Disposition"] == 'attachment; filename="classic-1.krec"'
         (tmp_path / "one.krec").write_bytes(body)
         assert _matches(tmp_path / "one.krec") == [pb.Match.FromString(stored)]
         assert body.endswith(stored)
@@ -765,3 +767,77 @@ def test_view_of_a_file_without_records_says_so(tmp_path: Path) -> None:
         timeout=60,
     )
     assert result.returncode == 2 and "missing.krec" in result.stderr
+
+
+def test_a_stopping_server_ends_its_sse_viewers_with_the_abandoned_match() -> None:
+    match = _matches(CLASSIC)[0]
+    requests = list(live_requests(match, svc.Pace(), "live-stopping"))
+    got: list[tuple[str | None, str, str]] = []
+    config = ServiceConfig(http_host="127.0.0.1", grace=5)
+    with running_server(config) as (server, port):
+        assert server.http_port is not None
+        web = Web(port, server.http_port, None)
+        _publish(web, requests[:10])
+        reader = SseReader(web.port, "/api/live/live-stopping")
+        messages = reader.messages()
+        got.append(next(messages))  # the snapshot is in: the viewer is watching
+
+        def read_rest() -> None:
+            got.extend(messages)
+
+        rest = threading.Thread(target=read_rest)
+        rest.start()
+        web.channel.close()
+    rest.join(timeout=30)
+    reader.close()
+    assert not rest.is_alive()
+    seqs = [int(i or 0) for i, kind, _ in got if kind == "message"]
+    assert seqs == list(range(1, len(seqs) + 1))
+    last = json.loads([data for _, kind, data in got if kind == "message"][-1])
+    assert last["match_ended"]["status"] == "MATCH_STATUS_ABANDONED"
+    assert got[-1][1] == "end" and json.loads(got[-1][2])["code"] == "OK"
+
+
+@pytest.mark.parametrize(
+    "request_line",
+    [b"GARBAGE\r\n\r\n", b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", b"\x00\xff" * 100],
+    ids=["no-method", "line-over-64k", "binary"],
+)
+def test_a_request_the_parser_refuses_is_a_400_one_log_line_and_the_server_goes_on(
+    web: Web, request_line: bytes, caplog: pytest.LogCaptureFixture
+) -> None:
+    with socket.create_connection(("127.0.0.1", web.port), timeout=10) as sock:
+        sock.sendall(request_line)
+        reply = b""
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := sock.recv(65536):
+                reply += chunk
+    assert reply.startswith(b"HTTP/1.0 400") or reply.startswith(b"HTTP/1.1 400") or not reply
+    assert b"Traceback" not in reply
+    assert web.json("/api/live")["next_page_token"] == ""
+    assert not [r for r in caplog.records if r.exc_info and r.name.startswith("aiohttp")]
+
+
+def test_view_open_hands_the_url_to_the_browser(tmp_path: Path) -> None:
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser"  # what $BROWSER names is what webbrowser runs
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n')
+    browser.chmod(0o755)
+    with subprocess.Popen(
+        [str(KINGREC), "view", "--open", str(SAMPLES / "valid" / "abandoned.krec")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "BROWSER": str(browser)},
+    ) as process:
+        try:
+            assert process.stdout is not None
+            url = process.stdout.readline().rsplit(" at ", 1)[1].strip()
+            for _ in range(100):  # the browser runs after the line is printed
+                if opened.exists() and opened.read_text():
+                    break
+                time.sleep(0.1)
+            assert opened.read_text() == url
+        finally:
+            process.terminate()
+            process.wait(timeout=30)

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from kingrec.errors import KingrecError
 
@@ -60,9 +61,7 @@ _HTTP_CODES = {
 }
 
 
-def _error(
-    status: int, code: str, message: str, extra: dict[str, object] | None = None
-) -> web.Response:
+def _error(status: int, code: str, message: str) -> web.Response:
     body = {"error": {"code": code, "message": message}}
     return Context.json(body, status)
 
@@ -130,6 +129,23 @@ def create_app(hub: Hub, gateway: StoreGateway | None, cors: str | None = None) 
     return app
 
 
+class _OneLineForBadRequests(logging.Filter):
+    """A request the HTTP parser refuses (garbage, a line over the limit) is the client's
+    fault, answered 400 by aiohttp: one line in the log, not a traceback per attempt."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            record.msg = "refused a request the HTTP parser cannot read: %s"
+            record.args = (" ".join(str(exc.message).split())[:200],)
+            record.exc_info = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+_QUIET = _OneLineForBadRequests()
+
+
 def _listen(host: str, port: int) -> socket.socket:
     """A listening socket, bound now (so a port in use is known at once, and port 0's
     choice can be printed)."""
@@ -151,6 +167,7 @@ class HttpSite:
     """The application on a socket of its own, in the running event loop."""
 
     def __init__(self, app: web.Application, host: str, port: int, grace: float) -> None:
+        logging.getLogger("aiohttp.server").addFilter(_QUIET)  # added once, however often
         self.sock = _listen(host, port)
         self.host = host
         self.port: int = self.sock.getsockname()[1]
@@ -169,7 +186,3 @@ class HttpSite:
 
     async def stop(self) -> None:
         await self.runner.cleanup()
-
-    def close(self) -> None:
-        """Give the socket back when the server never started."""
-        self.sock.close()

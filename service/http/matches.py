@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from contextlib import aclosing
 
 from aiohttp import web
@@ -93,8 +94,14 @@ async def get_match(request: web.Request) -> web.StreamResponse:
     return web.Response(
         body=out.getvalue(),
         content_type="application/octet-stream",
-        headers={"Content-Disposition": 'attachment; filename="match.krec"'},
+        headers={"Content-Disposition": f'attachment; filename="{_file_name(match_id)}.krec"'},
     )
+
+
+def _file_name(match_id: str) -> str:
+    """The id as a download's name: letters, digits, ``.-_`` only (no quote, no path)."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", match_id)[:100].lstrip(".")
+    return name or "match"
 
 
 async def get_report(request: web.Request) -> web.Response:
