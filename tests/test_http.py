@@ -841,3 +841,34 @@ def test_view_open_hands_the_url_to_the_browser(tmp_path: Path) -> None:
         finally:
             process.terminate()
             process.wait(timeout=30)
+
+
+def test_a_paced_replay_cut_by_a_stopping_server_ends_saying_where_to_resume(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.duckdb"
+    with Store.open(str(db)) as store:
+        store.ingest_file(str(CLASSIC))
+    got: list[tuple[str | None, str, str]] = []
+    with running_server(ServiceConfig(db=str(db), http_host="127.0.0.1", grace=5)) as (
+        server,
+        _,
+    ):
+        assert server.http_port is not None
+        reader = SseReader(server.http_port, "/api/matches/classic-0/replay?pace_ms=500")
+        messages = reader.messages()
+        got.append(next(messages))  # the match's start, then a wait before each card
+
+        def read_rest() -> None:
+            got.extend(messages)
+
+        rest = threading.Thread(target=read_rest)
+        rest.start()
+    rest.join(timeout=30)
+    reader.close()
+    assert not rest.is_alive()
+    assert got[-1][1] == "end"
+    end = json.loads(got[-1][2])
+    shown = [int(i or 0) for i, kind, _ in got if kind == "message"]
+    assert end["code"] == "SHUTTING_DOWN" and end["resume_from"] == shown[-1]
+    assert shown == list(range(1, len(shown) + 1))

@@ -71,10 +71,7 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
     except KingrecError as exc:
-        status = http_status(exc)
-        if status is None:  # pragma: no cover - every KingrecError has a status
-            status = 400
-        return Context.json({"error": error_object(exc)}, status)
+        return Context.json({"error": error_object(exc)}, http_status(exc) or 400)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
