@@ -149,7 +149,7 @@ export function createTable(options = {}) {
       el("div", { class: "seat-name" }, el("span", { class: "name", title: playerText(players, seat) }, playerNode(players, seat)),
         declarer ? el("span", { class: "badge", title: "declarer" }, "declarer") : null),
       el("div", { class: "seat-meta" },
-        el("span", { class: "taken", title: "tricks taken this deal" }, `${state.taken[seat]} tricks`),
+        el("span", { class: "taken", title: "tricks taken this deal" }, state.taken[seat] === 1 ? "1 trick" : `${state.taken[seat]} tricks`),
         el("span", { class: "deal-points", title: "points this deal" }, `${signed(deal)} pts`)),
       hand,
     );
