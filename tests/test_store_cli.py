@@ -203,10 +203,42 @@ def test_a_store_from_a_newer_kingrec_or_no_store_at_all_is_refused(tmp_path: Pa
     text.write_text("not a database")
     result = run("ingest", "--db", str(text), str(SAMPLES / "valid"))
     assert (result.returncode, result.stderr) == (
-        2, f"kingrec: error: {text}: not a DuckDB file, so not a kingrec store\n"
+        2, f"kingrec: error: {text}: not a DuckDB file, so not a kingrec store (give an "
+        "existing store or a path where a new one can be made)\n"
     )  # fmt: skip
     result = run("query", "--db", str(tmp_path / "none.duckdb"), "SELECT 1")
     assert result.returncode == 2 and "no store there (run kingrec ingest first)" in result.stderr
+
+
+def test_a_db_that_is_a_record_file_is_refused_by_every_command_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    # DuckDB opened such a file as an empty database in memory: "stored 2 record(s)", exit
+    # 0, and nothing kept.
+    records = tmp_path / "classic.jsonl"
+    assert run("convert", str(SAMPLES / "valid" / "classic.krec"), str(records)).returncode == 0
+    before = records.read_bytes()
+    out = tmp_path / "parquet"
+    for args in (
+        ["ingest", "--db", str(records), str(SAMPLES / "valid" / "classic.krec")],
+        ["query", "--db", str(records), "SELECT 1"],
+        ["stats", "--db", str(records)],
+        ["export", "--db", str(records), "--parquet", str(out)],
+        ["serve", "--db", str(records), "--port", "0"],
+    ):
+        result = run(*args)
+        assert (result.returncode, result.stdout) == (2, ""), args
+        assert result.stderr == (
+            f"kingrec: error: {records}: not a DuckDB file, so not a kingrec store (give an "
+            "existing store or a path where a new one can be made)\n"
+        ), args
+    assert records.read_bytes() == before and not out.exists()
+    empty = tmp_path / "made-by-mktemp"
+    empty.touch()
+    result = run("ingest", "--db", str(empty), str(SAMPLES / "valid" / "classic.krec"))
+    assert result.returncode == 2 and "not a DuckDB file" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["classic.jsonl", "made-by-mktemp"]
+    assert empty.stat().st_size == 0
 
 
 # -- interrupted ingests ---------------------------------------------------------------------------
