@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
 
-from kingrec.paths import PathProblem, record_paths
+from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.store import IngestSummary, Store
 from kingrec.store.db import default_path
 from kingrec.store.store import BATCH_MATCHES
@@ -51,6 +51,7 @@ class Run:
     summary: IngestSummary = field(default_factory=IngestSummary)
     unreadable: list[dict[str, str]] = field(default_factory=list)
     listed: list[dict[str, Any]] = field(default_factory=list)  # damage and rejects, in order
+    skipped: list[dict[str, str]] = field(default_factory=list)  # files that hold no records
 
     def add(self, part: IngestSummary) -> None:
         total = self.summary
@@ -108,7 +109,8 @@ def ingest(
     """Store every record of FILES in a DuckDB store, to ask it anything in SQL.
 
     FILES are .krec containers or JSON records; a directory stands for the record files in
-    it and below it (.krec, .jsonl, .json, .ndjson; in name order); - reads standard input.
+    it and below it (.krec, .jsonl, .json, .ndjson; in name order; a JSON file
+    whose first object is no match is skipped and named); - reads standard input.
     Each record is judged as `kingrec validate` judges it: valid records are stored, invalid
     ones are stored too with their findings and matches.valid false, so `WHERE valid` is
     the analyst's choice. A record the store holds already (the same bytes) is skipped and
@@ -134,6 +136,11 @@ def ingest(
                 for path in record_paths(files):
                     if isinstance(path, PathProblem):
                         _unreadable(term, run, as_json, path.path, path.code, path.message)
+                        continue
+                    if isinstance(path, NotRecords):
+                        run.skipped.append({"file": path.path, "message": path.message})
+                        if not as_json:
+                            term.note(path.message)
                         continue
                     task = bar.add_task(path, total=_size(path))
 
@@ -223,6 +230,8 @@ def _summary(run: Run, where: str, held: tuple[int, int]) -> str:
         parts.append(f"{s.damaged} damaged frame(s) or line(s)")
     if run.unreadable:
         parts.append(f"{len(run.unreadable)} unreadable file(s)")
+    if run.skipped:
+        parts.append(f"{len(run.skipped)} file(s) skipped (not records)")
     return (
         ", ".join(parts)
         + f" from {s.files} file(s); {where} holds {held[0]} match(es), {held[1]} deal(s)"
@@ -246,4 +255,5 @@ def _to_json(run: Run, where: str, held: tuple[int, int]) -> dict[str, Any]:
         "store": {"matches": held[0], "deals": held[1]},
         "problems": run.listed,
         "errors": run.unreadable,
+        "skipped": run.skipped,
     }

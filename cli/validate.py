@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from kingrec.findings import CleanMatches, MatchReport, Severity
-from kingrec.paths import PathProblem, record_paths
+from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.records import Damage, RecordFile, open_records
 from kingrec.validation import validate_records
 
@@ -42,6 +42,7 @@ class Tally:
     warnings: int = 0
     damaged: int = 0
     unreadable: int = 0
+    skipped: int = 0  # files of a directory that hold no records (a manifest beside them)
 
     def to_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -113,7 +114,8 @@ def validate(
     Each record is replayed under its own ruleset, and every finding is reported with its
     location (file, frame and byte offset or line, then deal, trick, seat, card). FILES
     are .krec containers or JSON records; a directory stands for the record files in it
-    and below it (.krec, .jsonl, .json, .ndjson; in name order); - reads standard input.
+    and below it (.krec, .jsonl, .json, .ndjson; in name order; a JSON file
+    whose first object is no match is skipped and named); - reads standard input.
     A file that cannot be read is reported and the others are still checked. A record
     seen before in the run, in the same file or another, gets a DUPLICATE_RECORD warning.
 
@@ -132,6 +134,10 @@ def validate(
             if isinstance(path, PathProblem):
                 tally.unreadable += 1
                 _unreadable(term, choices, path.path, path.code, path.message)
+                continue
+            if isinstance(path, NotRecords):
+                tally.skipped += 1
+                _skipped(term, choices, path)
                 continue
             try:
                 with user_errors(), open_records(path) as records:
@@ -155,6 +161,13 @@ def _unreadable(term: Terminal, choices: Choices, path: str, code: str, message:
         term.json({"type": "error", "file": path, "code": code, "message": message})
     else:
         term.error(message)
+
+
+def _skipped(term: Terminal, choices: Choices, skipped: NotRecords) -> None:
+    if choices.as_json:
+        term.json({"type": "skipped", "file": skipped.path, "message": skipped.message})
+    else:
+        term.note(skipped.message)
 
 
 def _emit(
@@ -221,4 +234,6 @@ def _summary(tally: Tally) -> str:
         parts.append(f"{tally.damaged} damaged frame(s) or line(s)")
     if tally.unreadable:
         parts.append(f"{tally.unreadable} unreadable file(s)")
+    if tally.skipped:
+        parts.append(f"{tally.skipped} file(s) skipped (not records)")
     return "checked " + ", ".join(parts)
