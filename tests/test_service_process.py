@@ -5,6 +5,7 @@ while streams are open. Also TLS."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from kingrec.records import open_records
 from kingrec.store import Store
 from kingrec.v1 import service_pb2 as svc
 from kingrec_cli.client import pick_match
@@ -178,6 +180,59 @@ def test_the_commands_upload_and_query_against_the_server(served: Served) -> Non
         assert [m.match_id for m in page.matches] == ["invalid-must-follow-suit"]
         got = stub.GetMatch(svc.GetMatchRequest(match_id="classic-1")).match
         assert got == pick_match(str(CLASSIC), "classic-1", None)
+
+
+def test_an_upload_tells_each_unreadable_file_as_validate_does_and_stores_the_rest_whole(
+    tmp_path: Path,
+) -> None:
+    """Once ``UNKNOWN: Exception iterating requests!``, part of the good files stored, and
+    ``Task exception was never retrieved … StopAsyncIteration`` in the server's log."""
+    served = start_server(tmp_path / "kingrec.duckdb")
+    (tmp_path / "no-records").mkdir()
+    (tmp_path / "no-records" / "notes.txt").write_text("not a record")
+    noise = tmp_path / "noise.krec"
+    noise.write_bytes(random.Random(15).randbytes(5000))
+    short = SAMPLES / "valid" / "short.krec"
+    files = [str(CLASSIC), str(tmp_path / "nosuch.krec"), str(tmp_path / "no-records"),
+             str(noise), str(short)]  # fmt: skip
+    try:
+        uploaded = _cli("upload", *files, "--server", served.address)
+        again = _cli("upload", str(CLASSIC), "--server", served.address)
+        with grpc.insecure_channel(served.address) as channel:  # a client that gives up
+            stub = KingrecServiceStub(channel)
+
+            def requests() -> Iterator[svc.UploadRequest]:
+                with open_records(str(CLASSIC)) as records:  # stored already: a duplicate
+                    (_, payload), *_ = records.raw_frames()
+                yield svc.UploadRequest(source="x", records=[svc.Record(krec=payload)])
+                raise OSError("the client's disk went away")
+
+            with pytest.raises(grpc.RpcError):
+                list(stub.Upload(requests()))
+            listed = stub.ListMatches(svc.ListMatchesRequest())  # and the server serves on
+            assert [m.match_id for m in listed.matches] == ["classic-0", "classic-1", "short-0",
+                                                            "short-1"]  # fmt: skip
+    finally:
+        served.process.send_signal(signal.SIGTERM)
+        _, log = served.process.communicate(timeout=30)
+    validated = _cli("validate", *files)
+    told = [line for line in uploaded.stderr.splitlines() if line.startswith("kingrec: error: ")]
+    assert told == validated.stderr.splitlines() and len(told) == 3, uploaded.stderr
+    assert uploaded.returncode == 2 and "Exception iterating" not in uploaded.stderr
+    assert uploaded.stderr.splitlines()[-1] == (
+        f"uploaded 4 record(s) to {served.address}: 4 stored, 0 stored invalid, 0 duplicate(s), "
+        "0 rejected; 3 unreadable file(s)"
+    )
+    assert f"{short}, frame 2, byte" in uploaded.stdout  # the file after the bad ones
+    with Store.open(str(served.db), read_only=True) as store:
+        ids = store.con.execute("SELECT match_id FROM matches ORDER BY match_key").fetchall()
+    assert [i for (i,) in ids] == ["classic-0", "classic-1", "short-0", "short-1"]
+    # a duplicate names the match it is (its verdict once carried an empty match_id)
+    assert again.returncode == 0 and again.stdout.splitlines() == [
+        f"{CLASSIC}, frame 1, byte 12: classic-0: duplicate",
+        f"{CLASSIC}, frame 2, byte 4821: classic-1: duplicate",
+    ]  # fmt: skip
+    assert "Task exception" not in log and "Traceback" not in log, log
 
 
 def test_watch_flush_sets_how_long_events_gather_before_viewers_get_them(tmp_path: Path) -> None:
