@@ -203,8 +203,9 @@ def test_an_upload_tells_each_unreadable_file_as_validate_does_and_stores_the_re
 
             def requests() -> Iterator[svc.UploadRequest]:
                 with open_records(str(CLASSIC)) as records:  # stored already: a duplicate
-                    (_, payload), *_ = records.raw_frames()
-                yield svc.UploadRequest(source="x", records=[svc.Record(krec=payload)])
+                    first = next(records.raw_frames())
+                assert isinstance(first, tuple)
+                yield svc.UploadRequest(source="x", records=[svc.Record(krec=first[1])])
                 raise OSError("the client's disk went away")
 
             with pytest.raises(grpc.RpcError):
