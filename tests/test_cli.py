@@ -452,3 +452,27 @@ def test_a_javascript_reader_reads_one_report_per_json_line(tmp_path: Path) -> N
     ]
     assert json.loads(read.stdout) == [expected, expected]
     assert [json.loads(line)["type"] for line in lines] == ["match", "match", "summary"]
+
+
+def test_writing_into_a_missing_directory_names_the_target_and_the_missing_directory(
+    tmp_path: Path,
+) -> None:
+    """Once ``.x.jsonl.kingrec-PID.tmp: No such file or directory``: a name the user never gave."""
+    missing = tmp_path / "no-such-dir"
+    for args, said in (
+        (["convert", str(CLASSIC), str(missing / "x.jsonl")], f"{missing / 'x.jsonl'}:"),
+        (["simulate", "--matches", "1", "-o", str(missing / "s.krec")],
+         f"cannot write {missing / 's.krec'}:"),
+    ):  # fmt: skip
+        result = run(*args)
+        assert (result.returncode, result.stdout) == (2, b""), result.stderr
+        assert result.stderr.decode() == (
+            f"kingrec: error: {said} the directory {missing} does not exist\n"
+        )
+    afile = tmp_path / "a-file"
+    afile.write_text("")
+    result = run("convert", str(CLASSIC), str(afile / "x.jsonl"))
+    assert result.returncode == 2 and result.stderr.decode() == (
+        f"kingrec: error: {afile / 'x.jsonl'}: {afile} is not a directory\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
