@@ -42,6 +42,9 @@ EXAMPLES = [
 ]
 
 LISTED = 100  # damaged stretches and rejected records listed per file (all are in the store)
+# KINGREC_DEBUG_BATCHES=1: a line on standard error each time a batch is handed to the
+# writers (its transaction begins), so that a test can stop an ingest inside a write.
+MARK_BATCHES = os.environ.get("KINGREC_DEBUG_BATCHES", "") not in ("", "0")
 
 
 @dataclass
@@ -146,6 +149,10 @@ def ingest(
 
                     def advance(done: int, task: Any = task) -> None:
                         bar.update(task, completed=done)
+                        if MARK_BATCHES:  # for tests that stop an ingest while it writes
+                            os.write(2, b"kingrec: debug: batch handed to the writers\n")
+                            if stops.signum is not None:
+                                os.write(2, b"kingrec: debug: stopping, the writes finishing\n")
                         stops.check()
 
                     part = IngestSummary()

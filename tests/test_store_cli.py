@@ -314,6 +314,56 @@ def test_a_stop_midway_keeps_whole_batches_and_says_how_to_finish(
     assert _count(db, "SELECT count(*) FROM matches") == 400
 
 
+def _interrupt_twice(db: Path, big: Path, batches: int) -> tuple[int, str]:
+    """A real ``kingrec ingest`` given Ctrl-C once it says it handed its ``batches``-th batch
+    to the writers, then Ctrl-C again once it says it is stopping while the writes finish:
+    its status and standard error. It is waited on through its words, never a clock."""
+    proc = subprocess.Popen(
+        [KINGREC, "ingest", "--batch", "50", "--db", str(db), str(big)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "KINGREC_DEBUG_BATCHES": "1"},
+    )  # fmt: skip
+    assert proc.stderr is not None
+    said = []
+    for line in proc.stderr:
+        said.append(line.decode())
+        if "stopping, the writes finishing" in said[-1]:
+            proc.send_signal(signal.SIGINT)
+            break
+        if sum("batch handed to the writers" in s for s in said) == batches:
+            proc.send_signal(signal.SIGINT)
+    said.append(proc.stderr.read().decode())
+    proc.stderr.close()
+    return proc.wait(60), "".join(said)
+
+
+def test_a_second_ctrl_c_while_the_writes_finish_exits_130_and_leaves_whole_batches(
+    tmp_path: Path, big: Path
+) -> None:
+    """Once ``ResourceInUseException … connection is busy``, ``RuntimeError: Query
+    interrupted`` (exit 3) or a C++ abort (134), 6 times in 34."""
+    clean = tmp_path / "clean.duckdb"
+    assert run("ingest", "--db", str(clean), str(big)).returncode == 0
+    for attempt in range(6):
+        db = tmp_path / f"k{attempt}.duckdb"
+        status, err = _interrupt_twice(db, big, 1 + attempt)
+        assert "stopping, the writes finishing" in err, (attempt, err)
+        assert status == 130, (attempt, err)
+        assert "Traceback" not in err and "error" not in err, (attempt, err)
+        assert err.endswith(
+            "kingrec: stopped at once: the store keeps the batches committed so far; run the "
+            "same command again to finish\n"
+        ), err
+        stored = _count(db, "SELECT count(*) FROM matches")
+        assert stored % 50 == 0 and stored < 400, attempt  # whole batches only
+        assert _count(db, "SELECT count(*) FROM players") == 4 * stored
+        assert _count(db, "SELECT coalesce(sum(deals), 0) FROM matches") == _count(
+            db, "SELECT count(*) FROM deals"
+        )
+        assert run("ingest", "--batch", "50", "--db", str(db), str(big)).returncode == 0
+        assert _tables(db) == _tables(clean), attempt
+
+
 # -- query ---------------------------------------------------------------------------------------
 
 
