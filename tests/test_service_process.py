@@ -379,10 +379,11 @@ def test_tls_serves_clients_that_trust_the_certificate_only(
 
 # -- uploads cut off midway ------------------------------------------------------------------
 
-# A client that sends a file's records 40 to a message, slowly, and prints each answer as it
-# comes: the test kills it (or the server) once some are acknowledged.
+# A client that sends a file's records 40 to a message and prints each answer as it comes,
+# held after its third message until its standard input closes: the test kills it (or the
+# server) once those three are acknowledged, with the rest certainly unsent.
 SLOW_CLIENT = """
-import sys, time, grpc
+import sys, grpc
 from kingrec.records import open_records
 from kingrec.v1 import service_pb2 as svc
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
@@ -394,7 +395,8 @@ with open_records(path) as records:
 def requests():
     for i in range(0, len(payloads), 40):
         yield svc.UploadRequest(records=[svc.Record(krec=p) for p in payloads[i : i + 40]])
-        time.sleep(0.15)
+        if i == 80:
+            sys.stdin.readline()
 
 stub = KingrecServiceStub(grpc.insecure_channel(address))
 for answer in stub.Upload(requests()):
@@ -437,6 +439,7 @@ def test_an_upload_killed_midway_then_sent_again_loses_nothing_and_stores_nothin
     served = start_server(db)
     client = subprocess.Popen(
         [sys.executable, "-c", SLOW_CLIENT, served.address, str(many)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

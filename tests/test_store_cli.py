@@ -255,22 +255,25 @@ def test_a_db_that_is_a_record_file_is_refused_by_every_command_and_left_as_it_w
 
 def _stop_midway(db: Path, big: Path, how: signal.Signals) -> tuple[int, str]:
     """A real ``kingrec ingest`` stopped with ``how`` once some batches are committed: its
-    exit status and what it wrote on standard error."""
-    err = db.parent / "stderr.txt"
-    with err.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [KINGREC, "ingest", "--batch", "20", "--db", str(db), str(big)],
-            stdout=subprocess.DEVNULL, stderr=stderr,
-        )  # fmt: skip
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-            wal = Path(str(db) + ".wal")
-            if wal.exists() and wal.stat().st_size > 200_000:  # some batches are in
-                break
-        proc.send_signal(how)
-        proc.wait(60)
-    return proc.returncode, err.read_text()
+    exit status and what it wrote on standard error. Batch 3 handed to the writers means
+    batch 1 is committed (two are written at a time): the ingest says so, no clock guesses."""
+    proc = subprocess.Popen(
+        [KINGREC, "ingest", "--batch", "20", "--db", str(db), str(big)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "KINGREC_DEBUG_BATCHES": "1"},
+    )  # fmt: skip
+    assert proc.stderr is not None
+    said, handed = [], 0
+    for line in proc.stderr:
+        said.append(line.decode())
+        handed += "batch handed to the writers" in said[-1]
+        if handed == 3:
+            proc.send_signal(how)
+            break
+    said.append(proc.stderr.read().decode())
+    proc.stderr.close()
+    proc.wait(60)
+    return proc.returncode, "".join(said)
 
 
 def _tables(db: Path) -> dict[str, int]:
