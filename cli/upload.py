@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import click
@@ -90,11 +93,25 @@ def _requests(
             terminal.note(path.message)
             continue
         try:
-            with user_errors(), open_records(path) as records:
+            with user_errors(), _open(path) as records:
                 yield from _file_requests(records, batch, terminal, sent)
         except Failed as exc:  # what it sent before the failure is uploaded and answered
             sent.unreadable += 1
             terminal.error(exc.format_message())
+
+
+@contextmanager
+def _open(path: str) -> Iterator[RecordFile]:
+    """``open_records``, but standard input through a descriptor of its own: gRPC reads the
+    requests in a thread of its own, which may still be reading when the call has failed
+    and the interpreter exits; exiting then needs sys.stdin's lock, and Python aborted
+    ("could not acquire lock for <stdin> at interpreter shutdown", exit 134)."""
+    if path != "-":
+        with open_records(path) as records:
+            yield records
+        return
+    with os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0) as raw:
+        yield RecordFile("<stdin>", raw, None)
 
 
 def _file_requests(
