@@ -43,8 +43,11 @@ EXAMPLES = [
 
 LISTED = 100  # damaged stretches and rejected records listed per file (all are in the store)
 # KINGREC_DEBUG_BATCHES=1: a line on standard error each time a batch is handed to the
-# writers (its transaction begins), so that a test can stop an ingest inside a write.
+# writers (its transaction begins), so that a test can stop an ingest inside a write;
+# =hold: then wait for a line on standard input (the writes go on meanwhile), so that the
+# test's signal lands there, however slowly the test runs.
 MARK_BATCHES = os.environ.get("KINGREC_DEBUG_BATCHES", "") not in ("", "0")
+HOLD_BATCHES = os.environ.get("KINGREC_DEBUG_BATCHES", "") == "hold"
 
 
 @dataclass
@@ -150,9 +153,9 @@ def ingest(
                     def advance(done: int, task: Any = task) -> None:
                         bar.update(task, completed=done)
                         if MARK_BATCHES:  # for tests that stop an ingest while it writes
-                            os.write(2, b"kingrec: debug: batch handed to the writers\n")
+                            _mark(b"batch handed to the writers")
                             if stops.signum is not None:
-                                os.write(2, b"kingrec: debug: stopping, the writes finishing\n")
+                                _mark(b"stopping, the writes finishing")
                         stops.check()
 
                     part = IngestSummary()
@@ -185,6 +188,15 @@ def ingest(
         term.report(escape(_summary(run, where, held)))
     broken = run.unreadable or run.summary.damaged or run.summary.rejected
     sys.exit(EXIT_UNREADABLE if broken else EXIT_OK)
+
+
+def _mark(what: bytes) -> None:
+    """KINGREC_DEBUG_BATCHES: say ``what`` on standard error; with =hold, then wait for a
+    line (or the end) of standard input."""
+    os.write(2, b"kingrec: debug: " + what + b"\n")
+    if HOLD_BATCHES:
+        while os.read(0, 1) not in (b"\n", b""):
+            pass
 
 
 def _size(path: str) -> int | None:

@@ -3,6 +3,7 @@ real DuckDB files, pipes and a pseudo-terminal, processes killed midway."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -253,27 +254,49 @@ def test_a_db_that_is_a_record_file_is_refused_by_every_command_and_left_as_it_w
 # -- interrupted ingests ---------------------------------------------------------------------------
 
 
-def _stop_midway(db: Path, big: Path, how: signal.Signals) -> tuple[int, str]:
-    """A real ``kingrec ingest`` stopped with ``how`` once some batches are committed: its
-    exit status and what it wrote on standard error. Batch 3 handed to the writers means
-    batch 1 is committed (two are written at a time): the ingest says so, no clock guesses."""
-    proc = subprocess.Popen(
-        [KINGREC, "ingest", "--batch", "20", "--db", str(db), str(big)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env={**os.environ, "KINGREC_DEBUG_BATCHES": "1"},
+def _held_ingest(db: Path, big: Path, batch: int) -> subprocess.Popen[bytes]:
+    """A real ``kingrec ingest`` that says when it hands a batch to its writers, then waits
+    there (its writes going on) for a line on its standard input: a test signals it at that
+    point, however slowly the test itself runs."""
+    return subprocess.Popen(
+        [KINGREC, "ingest", "--batch", str(batch), "--db", str(db), str(big)],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "KINGREC_DEBUG_BATCHES": "hold"},
     )  # fmt: skip
+
+
+def _go_on(proc: subprocess.Popen[bytes]) -> None:
+    assert proc.stdin is not None
+    with contextlib.suppress(BrokenPipeError):  # killed meanwhile
+        proc.stdin.write(b"\n")
+        proc.stdin.flush()
+
+
+def _finish(proc: subprocess.Popen[bytes], said: list[str]) -> tuple[int, str]:
+    assert proc.stdin is not None and proc.stderr is not None
+    with contextlib.suppress(BrokenPipeError):
+        proc.stdin.close()  # no more holds: the end of standard input
+    said.append(proc.stderr.read().decode())
+    proc.stderr.close()
+    return proc.wait(60), "".join(said)
+
+
+def _stop_midway(db: Path, big: Path, how: signal.Signals) -> tuple[int, str]:
+    """A real ``kingrec ingest`` stopped with ``how`` while it holds after handing batch 3
+    to its writers (batch 1 is committed then: two are written at a time): its exit status
+    and what it wrote on standard error."""
+    proc = _held_ingest(db, big, 20)
     assert proc.stderr is not None
     said, handed = [], 0
     for line in proc.stderr:
         said.append(line.decode())
-        handed += "batch handed to the writers" in said[-1]
-        if handed == 3:
-            proc.send_signal(how)
-            break
-    said.append(proc.stderr.read().decode())
-    proc.stderr.close()
-    proc.wait(60)
-    return proc.returncode, "".join(said)
+        if "batch handed to the writers" in said[-1]:
+            handed += 1
+            if handed == 3:
+                proc.send_signal(how)
+                break
+            _go_on(proc)
+    return _finish(proc, said)
 
 
 def _tables(db: Path) -> dict[str, int]:
@@ -318,26 +341,23 @@ def test_a_stop_midway_keeps_whole_batches_and_says_how_to_finish(
 
 
 def _interrupt_twice(db: Path, big: Path, batches: int) -> tuple[int, str]:
-    """A real ``kingrec ingest`` given Ctrl-C once it says it handed its ``batches``-th batch
-    to the writers, then Ctrl-C again once it says it is stopping while the writes finish:
-    its status and standard error. It is waited on through its words, never a clock."""
-    proc = subprocess.Popen(
-        [KINGREC, "ingest", "--batch", "50", "--db", str(db), str(big)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        env={**os.environ, "KINGREC_DEBUG_BATCHES": "1"},
-    )  # fmt: skip
+    """A real ``kingrec ingest`` given Ctrl-C while it holds after handing its
+    ``batches``-th batch to the writers, then Ctrl-C again while it holds, stopping, with
+    the next batch being written: its status and standard error."""
+    proc = _held_ingest(db, big, 50)
     assert proc.stderr is not None
-    said = []
+    said, handed = [], 0
     for line in proc.stderr:
         said.append(line.decode())
         if "stopping, the writes finishing" in said[-1]:
             proc.send_signal(signal.SIGINT)
             break
-        if sum("batch handed to the writers" in s for s in said) == batches:
-            proc.send_signal(signal.SIGINT)
-    said.append(proc.stderr.read().decode())
-    proc.stderr.close()
-    return proc.wait(60), "".join(said)
+        if "batch handed to the writers" in said[-1]:
+            handed += 1
+            if handed == batches:
+                proc.send_signal(signal.SIGINT)
+            _go_on(proc)
+    return _finish(proc, said)
 
 
 def test_a_second_ctrl_c_while_the_writes_finish_exits_130_and_leaves_whole_batches(
