@@ -55,6 +55,16 @@ def _server(ctx: click.Context, param: click.Parameter, value: str | None) -> st
         raise click.BadParameter(str(exc), ctx, param) from None
 
 
+def _client_token(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--token as given: an empty one is a mistake (it would call without a token, as if
+    none were given), so it is a usage error, as it is for ``kingrec serve``."""
+    if value is not None and not value.strip():
+        raise click.BadParameter(
+            "the token is empty; give the server's token, or leave --token out", ctx, param
+        )
+    return value
+
+
 def server_options(*, token: bool = False, optional: bool = False) -> Callable[[F], F]:
     """``--server``, ``--tls-ca`` (and ``--token``) for a command that calls a server;
     ``optional``: no default server, for a command that works on a local store without one."""
@@ -65,6 +75,7 @@ def server_options(*, token: bool = False, optional: bool = False) -> Callable[[
                 "--token",
                 envvar="KINGREC_TOKEN",
                 metavar="TOKEN",
+                callback=_client_token,
                 help="The server's token, when it has one (default: $KINGREC_TOKEN).",
             )(command)
         command = click.option(

@@ -101,3 +101,17 @@ def test_an_upload_from_standard_input_that_cannot_reach_the_server_exits_2_not_
         assert result.returncode == 2, result.stderr
         assert result.stderr.startswith("kingrec: error: cannot reach a kingrec server at ")
         assert "Fatal Python error" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["upload", "publish"])
+def test_an_empty_client_token_is_a_usage_error_not_a_call_without_one(command: str) -> None:
+    result = subprocess.run(
+        [KINGREC, command, str(CLASSIC), "--server", "127.0.0.2:1", "--token", ""],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "KINGREC_TOKEN"},
+    )
+    assert result.returncode == 2, result.stderr
+    assert "the token is empty" in result.stderr and "Traceback" not in result.stderr
