@@ -307,12 +307,22 @@ def test_the_matches_page_lists_every_stored_match_and_sorts_and_filters(
 
     page.locator("th a[title='sort by deals']").click()
     expect(page.locator("th[aria-sort='ascending']")).to_have_text(re.compile("deals"))
-    deals = [int(t) for t in page.locator("table.matches tbody td:nth-child(6)").all_inner_texts()]
+    deals = [int(t) for t in page.locator("table.matches tbody td:nth-child(7)").all_inner_texts()]
     assert deals == sorted(deals) and deals[0] < deals[-1]
     page.locator("th a[title='sort by deals']").click()  # again: descending
     expect(page.locator("th[aria-sort='descending']")).to_have_text(re.compile("deals"))
-    deals = [int(t) for t in page.locator("table.matches tbody td:nth-child(6)").all_inner_texts()]
+    deals = [int(t) for t in page.locator("table.matches tbody td:nth-child(7)").all_inner_texts()]
     assert deals == sorted(deals, reverse=True)
+
+    page.locator("th a[title='sort by date']").click()  # when each match started, in UTC
+    expect(page.locator("th[aria-sort='ascending']")).to_have_text(re.compile("date"))
+    dates = page.locator("table.matches tbody td.date").all_inner_texts()
+    started = [
+        m.metadata.start_time.ToDatetime().strftime("%Y-%m-%d %H:%M")
+        for m in _records(*STORED_FILES)
+        if m.metadata.HasField("start_time")
+    ]
+    assert sorted(d for d in dates if d) == sorted(started) and dates == sorted(dates)
 
     page.locator("input[name=preset]").fill("short")
     page.get_by_role("button", name="filter").click()

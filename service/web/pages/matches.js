@@ -11,6 +11,7 @@ const COLUMNS = [
   ["players", "players", (m) => (m.players ?? []).map((p) => p.name || p.id).join(", "), false],
   ["preset", "preset", (m) => m.preset ?? "", false],
   ["status", "status", (m) => statusText(m.status), false],
+  ["date", "date", (m) => m.start_time ?? "", false],
   ["valid", "valid", (m) => (m.valid ? 1 : 0), true],
   ["deals", "deals", (m) => m.deals ?? 0, true],
   ["totals", "totals", (m) => Math.max(...(m.totals ?? [0])), true],
@@ -60,6 +61,8 @@ function row(m) {
     el("td", { class: "players" }, players.map((name) => el("span", { class: "player", title: name }, name)).flatMap((n, i) => (i ? [", ", n] : [n]))),
     el("td", { class: "preset" }, m.preset ?? ""),
     el("td", { class: "status" }, statusText(m.status)),
+    // The start as recorded, in UTC, to the minute: ISO text sorts as time does.
+    el("td", { class: "date", title: m.start_time ?? "" }, (m.start_time ?? "").slice(0, 16).replace("T", " ")),
     el("td", { class: "verdict" }, m.valid ? "✓ valid" : "✗ invalid"),
     el("td", { class: "num" }, m.deals ?? 0),
     el("td", { class: "num totals" }, (m.totals ?? []).map(signed).join(" ")),
