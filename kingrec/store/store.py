@@ -273,7 +273,8 @@ class Store:
             [*params, limit + 1],
         ).fetchall()
         names = ("match_key", "match_id", "preset", "status", "valid", "deals", "total_0",
-                 "total_1", "total_2", "total_3", "source", "ingested_at", "start_time")  # fmt: skip
+                 "total_1", "total_2", "total_3", "source", "ingested_at",
+                 "start_time")  # fmt: skip
         page = [dict(zip(names, row, strict=True)) for row in rows[:limit]]
         token = str(page[-1]["match_key"]) if len(rows) > limit else None
         return page, token
