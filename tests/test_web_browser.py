@@ -632,6 +632,32 @@ def test_a_match_published_card_by_card_appears_in_a_watching_page_in_order(
     assert totals == report_totals(match)
 
 
+def test_a_watching_page_says_when_the_publisher_is_gone_and_goes_on_when_it_is_back(
+    live_server: Served, watched: Watched
+) -> None:
+    page = watched.page
+    match = _short_match()
+    live_id = "live-publisher-gone"
+    seqs = _last_seqs(match)
+    first = Publisher(live_server.grpc, match, live_id)
+    first.send(6)  # the start, the first deal and four cards; then the publisher vanishes
+    first._queue.put(None)
+    first._thread.join(timeout=30)
+    first.channel.close()
+    page.goto(live_server.url + "/#/live/" + live_id)
+    state = page.locator(".stream-state")
+    expect(state).to_have_attribute("data-state", "waiting")
+    expect(state).to_have_text(re.compile(r"^the publisher is gone: the match ends abandoned in"))
+    expect(state).to_have_attribute("data-seq", str(seqs[5]))
+    back = Publisher(live_server.grpc, match, live_id)  # the token-holder goes on
+    back.requests = [svc.PublishRequest(resume=live_id), *first.requests[6:]]
+    assert back.finish().finished
+    expect(state).to_have_attribute("data-state", "ended")
+    expect(state).to_have_attribute("data-seq", str(seqs[-1]))
+    assert state.get_attribute("data-gap") is None
+    assert state.get_attribute("data-repeats") in (None, "0")
+
+
 def test_watching_a_match_that_is_not_live_says_so_and_stops_asking(
     live_server: Served, watched: Watched
 ) -> None:

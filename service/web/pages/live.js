@@ -138,6 +138,18 @@ function watch(main, id, query) {
         });
       }
     };
+    // News of the publisher (as Watch gives it): gone, the match waits for it a while and is
+    // then ended as abandoned; back, the match goes on.
+    source.addEventListener("publisher", (message) => {
+      let news = {};
+      try { news = JSON.parse(message.data); } catch { return; }
+      if (news.publisher === "PUBLISHER_GONE") {
+        const seconds = Math.round((news.abandon_in_ms ?? 0) / 1000);
+        setState("waiting", `the publisher is gone: the match ends abandoned in ${seconds} s unless it comes back`);
+      } else if (news.publisher === "PUBLISHER_PUBLISHING" && state.dataset.state === "waiting") {
+        setState("live", "● live");
+      }
+    });
     source.addEventListener("end", (message) => {
       let end = {};
       try { end = JSON.parse(message.data); } catch { /* an end without a body is still an end */ }
