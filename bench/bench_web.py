@@ -33,6 +33,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from compiled_only import refuse_pure_twins
 from playwright.sync_api import Page, sync_playwright
 
 KINGREC = Path(sys.executable).parent / "kingrec"
@@ -172,6 +173,7 @@ def _replay(page: Page, url: str, runs: int) -> None:
 
 
 def main() -> None:
+    refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--matches", type=int, default=100_000)
     parser.add_argument("--db", type=Path, help="an existing store (else one is built)")
