@@ -50,6 +50,7 @@ EXAMPLES = [
     ("kingrec analyse games.krec --json | jq .", "one JSON object per deal, then a summary"),
     ("kingrec analyse big.krec --budget-ms 2000", "give up on a deal after 2 s (unsolved)"),
     ("kingrec analyse games.krec --from-trick 6", "par from trick 6 on, and the cards after"),
+    ("kingrec analyse --db games.duckdb --all", "the stored deals, results kept in the store"),
 ]
 
 

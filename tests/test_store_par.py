@@ -171,6 +171,21 @@ def test_analysing_again_replaces_a_deals_rows_and_adds_none(tmp_path: Path) -> 
     assert len([r for r in after["play_costs"] if redone(r)]) == len(review.plays)
 
 
+def test_analysing_on_two_processes_stores_the_same_rows(
+    analysed: tuple[str, list[pb.Match]], tmp_path: Path
+) -> None:
+    db, _ = _filled(tmp_path)
+    done = run(
+        "analyse", "--db", db, "--all", "--from-trick", str(FROM_TRICK), "--jobs", "2", *NO_CLOCK
+    )
+    assert done.returncode == 0, done.stderr
+    rows = "SELECT * EXCLUDE (analysed_at, search_ms) FROM {} ORDER BY ALL"
+    for table in ("deal_par", "play_costs"):
+        query = rows if table == "deal_par" else "SELECT * FROM {} ORDER BY ALL"
+        with Store.open(db, read_only=True) as two, Store.open(analysed[0], read_only=True) as one:
+            assert _rows(two.con, query.format(table)) == _rows(one.con, query.format(table))
+
+
 def test_a_deal_past_its_budget_is_stored_unsolved_with_no_par_and_the_run_says_so(
     tmp_path: Path,
 ) -> None:
