@@ -32,6 +32,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from compiled_only import refuse_pure_twins
+
 from kingrec import _twins
 from kingrec.fastcheck import checker_of
 from kingrec.findings import Location
@@ -87,6 +89,7 @@ def batches(path: Path, size: int) -> Iterator[Batch]:
 
 
 def main() -> None:
+    refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--file", type=Path, help="a .krec file (default: simulated once)")
     parser.add_argument("--matches", type=int, default=20_000, help="matches to simulate")

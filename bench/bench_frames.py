@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from bench_validate import OUT, ensure_file
+from compiled_only import refuse_pure_twins
 
 from kingrec import _frames_py
 from kingrec.container import Frame, FrameRun, ScanFrames, read_frame_runs, read_frames, reader
@@ -60,6 +61,7 @@ def count_batches(path: Path) -> int:
 
 
 def main() -> None:
+    refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--matches",

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from compiled_only import refuse_pure_twins
 
 from kingrec.records import Record, read_records
 from kingrec.v1 import service_pb2 as svc
@@ -369,6 +370,7 @@ def bench_live(server: Server, viewers: int, cards_per_s: float, stalled: bool, 
 
 
 def main() -> None:
+    refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", type=Path, help="the store (a kingrec ingest of many matches)")
     parser.add_argument("--repeat", type=int, default=20, help="calls per matches page")

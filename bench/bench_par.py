@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from compiled_only import refuse_pure_twins
+
 from kingrec.analysis.par import Budget, DealPar, deal_par
 from kingrec.analysis.review import review_deal
 from kingrec.rules import PRESETS
@@ -126,6 +128,7 @@ def _command(matches: int, jobs: int, budget_ms: int, seed: int) -> None:
 
 
 def main() -> None:
+    refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--deals", type=int, default=40, help="deals for the par figures")
     parser.add_argument("--reviews", type=int, default=6, help="deals for the card costs")

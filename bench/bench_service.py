@@ -47,6 +47,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import grpc
+from compiled_only import refuse_pure_twins
 
 from kingrec import fastcheck
 from kingrec.container import Frame, read_frames
@@ -561,6 +562,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
+    refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="per throughput figure")
     parser.add_argument("--viewers", type=int, default=100)

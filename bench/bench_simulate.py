@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compiled_only import refuse_pure_twins
+
 from kingrec import _twins
 from kingrec.rules import PRESETS
 from kingrec.simulate import derive_seed, simulate_match
@@ -65,6 +67,7 @@ def command(preset: str, matches: int, jobs: int, suffix: str) -> tuple[float, f
 
 
 def main() -> None:
+    refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="classic", choices=sorted(PRESETS))
     parser.add_argument("--matches", type=int, default=2000, help="matches per measurement")

@@ -32,6 +32,7 @@ from itertools import islice
 from pathlib import Path
 
 import duckdb
+from compiled_only import refuse_pure_twins
 
 from kingrec.container import Frame, KrecWriter, read_frames
 from kingrec.simrun import simulate_to_file
@@ -158,6 +159,7 @@ def sizes(db: Path) -> tuple[int, dict[str, int]]:
 
 
 def main() -> None:
+    refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--matches", type=int, default=10_000, help="matches in the file")
     parser.add_argument("--file", type=Path, help="ingest this .krec file instead")

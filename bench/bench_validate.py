@@ -35,6 +35,8 @@ from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 
+from compiled_only import refuse_pure_twins
+
 from kingrec import _engine_py, fastcheck
 from kingrec.boundary import ruleset_from_proto
 from kingrec.container import Frame, KrecWriter, read_frames
@@ -182,6 +184,7 @@ def measure_cli(path: Path, *, pure: bool = False) -> tuple[int, float, float, i
 
 
 def main() -> None:
+    refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--matches", type=int, default=100_000, help="matches in the file")
     parser.add_argument(

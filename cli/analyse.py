@@ -19,8 +19,9 @@ from kingrec.cards import SUIT_NAMES
 from kingrec.contracts import Contract
 from kingrec.errors import RulesetError
 from kingrec.findings import Location
-from kingrec.paths import PathProblem, record_paths
+from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.records import Damage, open_records
+from kingrec.verdicts import skipped_object
 
 from .errors import (
     EXIT_CLOSED_PIPE,
@@ -224,6 +225,12 @@ def analyse(
             if isinstance(path, PathProblem):
                 tally.unreadable += 1
                 _problem(term, as_json, path.path, path.code, path.message)
+                continue
+            if isinstance(path, NotRecords):  # a manifest beside the records, as validate says
+                if as_json:
+                    term.json(skipped_object(path.path, path.message))
+                else:
+                    term.note(path.message)
                 continue
             try:
                 with user_errors(), open_records(path) as records:

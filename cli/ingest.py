@@ -11,7 +11,7 @@ import click
 from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
 
-from kingrec.paths import PathProblem, record_paths
+from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.store import IngestSummary, Store
 from kingrec.store.db import default_path
 from kingrec.store.store import BATCH_MATCHES
@@ -42,6 +42,12 @@ EXAMPLES = [
 ]
 
 LISTED = 100  # damaged stretches and rejected records listed per file (all are in the store)
+# KINGREC_DEBUG_BATCHES=1: a line on standard error each time a batch is handed to the
+# writers (its transaction begins), so that a test can stop an ingest inside a write;
+# =hold: then wait for a line on standard input (the writes go on meanwhile), so that the
+# test's signal lands there, however slowly the test runs.
+MARK_BATCHES = os.environ.get("KINGREC_DEBUG_BATCHES", "") not in ("", "0")
+HOLD_BATCHES = os.environ.get("KINGREC_DEBUG_BATCHES", "") == "hold"
 
 
 @dataclass
@@ -51,6 +57,7 @@ class Run:
     summary: IngestSummary = field(default_factory=IngestSummary)
     unreadable: list[dict[str, str]] = field(default_factory=list)
     listed: list[dict[str, Any]] = field(default_factory=list)  # damage and rejects, in order
+    skipped: list[dict[str, str]] = field(default_factory=list)  # files that hold no records
 
     def add(self, part: IngestSummary) -> None:
         total = self.summary
@@ -108,7 +115,8 @@ def ingest(
     """Store every record of FILES in a DuckDB store, to ask it anything in SQL.
 
     FILES are .krec containers or JSON records; a directory stands for the record files in
-    it and below it (.krec, .jsonl, .json, .ndjson; in name order); - reads standard input.
+    it and below it (.krec, .jsonl, .json, .ndjson; in name order; a JSON file
+    whose first object is no match is skipped and named); - reads standard input.
     Each record is judged as `kingrec validate` judges it: valid records are stored, invalid
     ones are stored too with their findings and matches.valid false, so `WHERE valid` is
     the analyst's choice. A record the store holds already (the same bytes) is skipped and
@@ -135,10 +143,19 @@ def ingest(
                     if isinstance(path, PathProblem):
                         _unreadable(term, run, as_json, path.path, path.code, path.message)
                         continue
+                    if isinstance(path, NotRecords):
+                        run.skipped.append({"file": path.path, "message": path.message})
+                        if not as_json:
+                            term.note(path.message)
+                        continue
                     task = bar.add_task(path, total=_size(path))
 
                     def advance(done: int, task: Any = task) -> None:
                         bar.update(task, completed=done)
+                        if MARK_BATCHES:  # for tests that stop an ingest while it writes
+                            _mark(b"batch handed to the writers")
+                            if stops.signum is not None:
+                                _mark(b"stopping, the writes finishing")
                         stops.check()
 
                     part = IngestSummary()
@@ -171,6 +188,15 @@ def ingest(
         term.report(escape(_summary(run, where, held)))
     broken = run.unreadable or run.summary.damaged or run.summary.rejected
     sys.exit(EXIT_UNREADABLE if broken else EXIT_OK)
+
+
+def _mark(what: bytes) -> None:
+    """KINGREC_DEBUG_BATCHES: say ``what`` on standard error; with =hold, then wait for a
+    line (or the end) of standard input."""
+    os.write(2, b"kingrec: debug: " + what + b"\n")
+    if HOLD_BATCHES:
+        while os.read(0, 1) not in (b"\n", b""):
+            pass
 
 
 def _size(path: str) -> int | None:
@@ -223,6 +249,8 @@ def _summary(run: Run, where: str, held: tuple[int, int]) -> str:
         parts.append(f"{s.damaged} damaged frame(s) or line(s)")
     if run.unreadable:
         parts.append(f"{len(run.unreadable)} unreadable file(s)")
+    if run.skipped:
+        parts.append(f"{len(run.skipped)} file(s) skipped (not records)")
     return (
         ", ".join(parts)
         + f" from {s.files} file(s); {where} holds {held[0]} match(es), {held[1]} deal(s)"
@@ -246,4 +274,5 @@ def _to_json(run: Run, where: str, held: tuple[int, int]) -> dict[str, Any]:
         "store": {"matches": held[0], "deals": held[1]},
         "problems": run.listed,
         "errors": run.unreadable,
+        "skipped": run.skipped,
     }

@@ -108,6 +108,8 @@ def query(
     column_name, comment FROM duckdb_columns()). The macro card_name(card) names a card
     code (QS). `kingrec stats --sql NAME` prints ready queries to start from.
     """
+    if server and db is not None:
+        raise click.UsageError(_two_stores(click.get_current_context()))
     term = Terminal()
     fmt = fmt or default_format(term)
     limit = max_rows or (TABLE_ROWS if fmt == "table" else OTHER_ROWS)
@@ -117,6 +119,17 @@ def query(
     stops = Stops(at_once=True)
     with stops.installed(), stops.stopped(), user_errors():
         _run(term, fmt, db, sql, limit, timeout)
+
+
+def _two_stores(ctx: click.Context) -> str:
+    """Why --db and --server together are refused: each names the store to ask."""
+    source = ctx.get_parameter_source("server")
+    if source == click.core.ParameterSource.ENVIRONMENT:
+        return (
+            "--db asks a store file, but $KINGREC_SERVER asks a server's store: give one "
+            "(unset KINGREC_SERVER to query the file)"
+        )
+    return "--db and --server each name the store to ask: give one"
 
 
 def _run(term: Terminal, fmt: Format, db: str | None, sql: str, limit: int, timeout: float) -> None:

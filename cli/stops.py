@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -13,13 +14,23 @@ from .main import Terminated
 
 __all__ = ["Stops"]
 
+_NOW = (
+    b"kingrec: stopped at once: the store keeps the batches committed so far; run the same "
+    b"command again to finish\n"
+)
+
 
 class Stops:
     """Ctrl-C and SIGTERM around DuckDB, which turns an exception raised inside a statement
     into its own error (SIGTERM's came back as "RuntimeError: Query interrupted").
 
     By default (ingest) the first signal asks to stop at the next ``check``, between batches,
-    and a second one stops at once (a producer that never ends). ``at_once`` (a query)
+    and a second one stops at once (a producer that never ends): the process ends there, as
+    ``kill -9`` would end it, but with the signal's status and a line that says so. Raising
+    instead (as once) unwound through DuckDB while writer threads were in a transaction:
+    "connection is busy", "Query interrupted" (exit 3) or a C++ abort (134). The store is
+    whatever DuckDB committed: whole batches (the log of the last is replayed on the next
+    open), as after a crash. ``at_once`` (a query)
     interrupts the statement with the plain KeyboardInterrupt DuckDB knows, and
     ``stopped`` then turns whatever came out of DuckDB back into the signal's own exit.
     """
@@ -29,6 +40,8 @@ class Stops:
         self.at_once = at_once
 
     def _asked(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is not None and not self.at_once:
+            _end_now(128 + signum)
         if self.signum is not None:
             self._raise(signum)
         self.signum = signum
@@ -67,3 +80,13 @@ class Stops:
         finally:
             for number, handler in before.items():
                 signal.signal(number, handler)
+
+
+def _end_now(status: int) -> NoReturn:
+    """End the process in the signal handler: nothing unwinds through DuckDB's calls or its
+    writer threads. ``os.write``: the handler may have interrupted a write to stderr, whose
+    buffer is then locked."""
+    if os.isatty(2):
+        os.write(2, b"\x1b[?25h\n")  # the progress bar hid the cursor
+    os.write(2, _NOW)
+    os._exit(status)

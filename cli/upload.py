@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import click
@@ -10,6 +13,7 @@ from rich.text import Text
 
 from kingrec.findings import Location
 from kingrec.limits import MAX_FRAME_BYTES
+from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.records import Damage, RecordFile, open_records
 from kingrec.v1 import service_pb2 as svc
 
@@ -21,6 +25,7 @@ from .errors import (
     EXIT_INVALID,
     EXIT_OK,
     EXIT_UNREADABLE,
+    Failed,
     user_errors,
 )
 from .helptext import Command, epilog
@@ -37,6 +42,8 @@ class _Sent:
 
     locations: list[list[Location]] = field(default_factory=list)
     damaged: int = 0
+    unreadable: int = 0  # files that could not be read (told as they came)
+    skipped: int = 0  # files of a directory that hold no records
 
 
 def _records(
@@ -72,23 +79,59 @@ def _records(
 def _requests(
     files: tuple[str, ...], batch: int, terminal: Terminal, sent: _Sent
 ) -> Iterator[svc.UploadRequest]:
-    for path in files:
-        with user_errors(), open_records(path) as records:
-            where: list[Location] = []
-            request, size = svc.UploadRequest(source=records.name), 0
-            for payload, location in _records(records, terminal, sent):
-                if request.records and (
-                    len(request.records) >= batch or size + len(payload) > MESSAGE_BYTES
-                ):
-                    sent.locations.append(where)
-                    yield request
-                    request, where, size = svc.UploadRequest(source=records.name), [], 0
-                request.records.add(krec=payload)
-                where.append(location)
-                size += len(payload) + 8
-            if request.records:
-                sent.locations.append(where)
-                yield request
+    """The requests of every record file ``files`` mean, as ``kingrec ingest`` reads them:
+    a file that cannot be read (missing, a directory without records, not records at all)
+    is told as ingest tells it, and the upload goes on with the next. Nothing may escape
+    this generator: gRPC would cancel the whole call ("Exception iterating requests")."""
+    for path in record_paths(files):
+        if isinstance(path, PathProblem):
+            sent.unreadable += 1
+            terminal.error(path.message)
+            continue
+        if isinstance(path, NotRecords):
+            sent.skipped += 1
+            terminal.note(path.message)
+            continue
+        try:
+            with user_errors(), _open(path) as records:
+                yield from _file_requests(records, batch, terminal, sent)
+        except Failed as exc:  # what it sent before the failure is uploaded and answered
+            sent.unreadable += 1
+            terminal.error(exc.format_message())
+
+
+@contextmanager
+def _open(path: str) -> Iterator[RecordFile]:
+    """``open_records``, but standard input through a descriptor of its own: gRPC reads the
+    requests in a thread of its own, which may still be reading when the call has failed
+    and the interpreter exits; exiting then needs sys.stdin's lock, and Python aborted
+    ("could not acquire lock for <stdin> at interpreter shutdown", exit 134)."""
+    if path != "-":
+        with open_records(path) as records:
+            yield records
+        return
+    with os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0) as raw:
+        yield RecordFile("<stdin>", raw, None)
+
+
+def _file_requests(
+    records: RecordFile, batch: int, terminal: Terminal, sent: _Sent
+) -> Iterator[svc.UploadRequest]:
+    where: list[Location] = []
+    request, size = svc.UploadRequest(source=records.name), 0
+    for payload, location in _records(records, terminal, sent):
+        if request.records and (
+            len(request.records) >= batch or size + len(payload) > MESSAGE_BYTES
+        ):
+            sent.locations.append(where)
+            yield request
+            request, where, size = svc.UploadRequest(source=records.name), [], 0
+        request.records.add(krec=payload)
+        where.append(location)
+        size += len(payload) + 8
+    if request.records:
+        sent.locations.append(where)
+        yield request
 
 
 @click.command(
@@ -136,10 +179,12 @@ def upload(
 ) -> None:
     """Store the records of FILE... (.krec or JSON Lines; - for standard input) on a server.
 
-    Each record gets a verdict once the server has committed it: stored, stored invalid
-    (with its findings), duplicate (stored already: uploading again never stores twice) or
-    rejected. An upload that was cut off can simply be run again. Exit status 1 when some
-    record is invalid, 2 when some could not be read or stored.
+    A directory stands for the record files in it and below it, as for `kingrec ingest`;
+    a file that cannot be read is reported and the others are still uploaded. Each record
+    gets a verdict once the server has committed it: stored, stored invalid (with its
+    findings), duplicate (stored already: uploading again never stores twice) or rejected.
+    An upload that was cut off can simply be run again. Exit status 1 when some record is
+    invalid, 2 when some could not be read or stored.
     """
     terminal = Terminal()
     sent = _Sent()
@@ -156,13 +201,15 @@ def upload(
             for location, verdict in zip(sent.locations[n], response.verdicts, strict=True):
                 _tell(terminal, location, verdict, quiet)
     damaged = f"; {sent.damaged} damaged, skipped" if sent.damaged else ""
+    unreadable = f"; {sent.unreadable} unreadable file(s)" if sent.unreadable else ""
+    skipped = f"; {sent.skipped} file(s) skipped (not records)" if sent.skipped else ""
     terminal.tell(
         f"uploaded {summary.records} record(s) to {server}: {summary.stored} stored, "
         f"{summary.stored_invalid} stored invalid, {summary.duplicates} duplicate(s), "
-        f"{summary.rejected} rejected{damaged}"
+        f"{summary.rejected} rejected{damaged}{unreadable}{skipped}"
     )
     terminal.flush()
-    if summary.rejected or sent.damaged:
+    if summary.rejected or sent.damaged or sent.unreadable:
         raise SystemExit(EXIT_UNREADABLE)
     if summary.stored_invalid:
         raise SystemExit(EXIT_INVALID)

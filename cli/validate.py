@@ -12,7 +12,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from kingrec.findings import CleanMatches, MatchReport, Severity
 from kingrec.jsonl import report_line
-from kingrec.paths import PathProblem, record_paths
+from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.records import Damage, RecordFile, open_records
 from kingrec.validation import validate_records
 from kingrec.verdicts import (
@@ -20,6 +20,7 @@ from kingrec.verdicts import (
     damage_object,
     error_object,
     listed,
+    skipped_object,
     summary_object,
 )
 
@@ -107,7 +108,8 @@ def validate(
     Each record is replayed under its own ruleset, and every finding is reported with its
     location (file, frame and byte offset or line, then deal, trick, seat, card). FILES
     are .krec containers or JSON records; a directory stands for the record files in it
-    and below it (.krec, .jsonl, .json, .ndjson; in name order); - reads standard input.
+    and below it (.krec, .jsonl, .json, .ndjson; in name order; a JSON file
+    whose first object is no match is skipped and named); - reads standard input.
     A file that cannot be read is reported and the others are still checked. A record
     seen before in the run, in the same file or another, gets a DUPLICATE_RECORD warning.
 
@@ -126,6 +128,10 @@ def validate(
             if isinstance(path, PathProblem):
                 tally.unreadable += 1
                 _unreadable(term, choices, path.path, path.code, path.message)
+                continue
+            if isinstance(path, NotRecords):
+                tally.skipped += 1
+                _skipped(term, choices, path)
                 continue
             try:
                 with user_errors(), open_records(path) as records:
@@ -149,6 +155,13 @@ def _unreadable(term: Terminal, choices: Choices, path: str, code: str, message:
         term.json(error_object(path, code, message))
     else:
         term.error(message)
+
+
+def _skipped(term: Terminal, choices: Choices, skipped: NotRecords) -> None:
+    if choices.as_json:
+        term.json(skipped_object(skipped.path, skipped.message))
+    else:
+        term.note(skipped.message)
 
 
 def _emit(
@@ -194,4 +207,6 @@ def _summary(tally: Tally) -> str:
         parts.append(f"{tally.damaged} damaged frame(s) or line(s)")
     if tally.unreadable:
         parts.append(f"{tally.unreadable} unreadable file(s)")
+    if tally.skipped:
+        parts.append(f"{tally.skipped} file(s) skipped (not records)")
     return "checked " + ", ".join(parts)

@@ -69,6 +69,7 @@ _ORIGINS = {
     "QueryError": ".errors",
     "QueryLimitError": ".errors",
     "QueryRefusedError": ".errors",
+    "QueryRowError": ".errors",
     "StoreError": ".errors",
     "StoreLockedError": ".errors",
     "StoreVersionError": ".errors",
@@ -95,6 +96,7 @@ __all__ = [
     "QueryError",
     "QueryLimitError",
     "QueryRefusedError",
+    "QueryRowError",
     "Record",
     "RecordBuildError",
     "RecordFileError",
@@ -142,6 +144,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ lo
     from .errors import QueryError as QueryError
     from .errors import QueryLimitError as QueryLimitError
     from .errors import QueryRefusedError as QueryRefusedError
+    from .errors import QueryRowError as QueryRowError
     from .errors import RecordBuildError as RecordBuildError
     from .errors import RecordFileError as RecordFileError
     from .errors import RulesetError as RulesetError

@@ -4,7 +4,9 @@
 ``matches/`` (recursively, sorted by name, so a listing is stable), then ``-`` (standard
 input). A record file is one named ``.krec``, ``.jsonl``, ``.json`` or ``.ndjson``; inside a
 directory, hidden entries (a leading ``.``, like the temporary files of ``kingrec.safefile``)
-and other files are passed over. A path given as a file is yielded as it is, whatever its
+and other files are passed over, and so is a JSON file whose content shows it holds no
+matches (a manifest beside the records): it is yielded as ``NotRecords``, with a sentence,
+so that callers say what they skipped. A path given as a file is yielded as it is, whatever its
 name, and whether or not it exists: opening it is the reader's work, and the reader reports
 what is wrong with it. A directory that cannot be listed, or that holds no record file at
 all, is yielded as a ``PathProblem`` with a sentence, and the walk goes on with the next.
@@ -16,7 +18,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["RECORD_SUFFIXES", "PathProblem", "record_paths"]
+__all__ = ["RECORD_SUFFIXES", "NotRecords", "PathProblem", "record_paths"]
 
 RECORD_SUFFIXES = (".krec", ".jsonl", ".json", ".ndjson")
 
@@ -30,8 +32,17 @@ class PathProblem:
     code: str = "UNREADABLE"
 
 
-def record_paths(paths: Iterable[str]) -> Iterator[str | PathProblem]:
-    """The record files ``paths`` mean, in order, with a ``PathProblem`` where one has none."""
+@dataclass(frozen=True, slots=True)
+class NotRecords:
+    """A file of a directory walk passed over: named as a record file, but its content is not."""
+
+    path: str
+    message: str  # a sentence naming the path and what it holds instead
+
+
+def record_paths(paths: Iterable[str]) -> Iterator[str | PathProblem | NotRecords]:
+    """The record files ``paths`` mean, in order, with a ``PathProblem`` where one has none
+    and a ``NotRecords`` for each file of a directory passed over for its content."""
     for path in paths:
         if path != "-" and os.path.isdir(path):
             yield from _directory(path)
@@ -39,7 +50,7 @@ def record_paths(paths: Iterable[str]) -> Iterator[str | PathProblem]:
             yield path
 
 
-def _directory(top: str) -> Iterator[str | PathProblem]:
+def _directory(top: str) -> Iterator[str | PathProblem | NotRecords]:
     found = False
     for item in _walk(top, set()):
         found = found or isinstance(item, str)
@@ -49,7 +60,7 @@ def _directory(top: str) -> Iterator[str | PathProblem]:
         yield PathProblem(top, f"{top}: no record files ({kinds}) in this directory")
 
 
-def _walk(folder: str, seen: set[tuple[int, int]]) -> Iterator[str | PathProblem]:
+def _walk(folder: str, seen: set[tuple[int, int]]) -> Iterator[str | PathProblem | NotRecords]:
     try:
         stat = os.stat(folder)
         if (stat.st_dev, stat.st_ino) in seen:  # a symbolic link back up the tree
@@ -72,4 +83,20 @@ def _walk(folder: str, seen: set[tuple[int, int]]) -> Iterator[str | PathProblem
         if is_dir:
             yield from _walk(entry.path, seen)
         elif is_file and entry.name.lower().endswith(RECORD_SUFFIXES):
-            yield entry.path
+            yield _judged(entry.path)
+
+
+def _judged(path: str) -> str | NotRecords:
+    """A JSON file of a walk, unless its start shows it holds no matches. A .krec file, and
+    a file that cannot be opened here, are the reader's to judge and to report."""
+    if path.lower().endswith(".krec"):
+        return path
+    from .jsonl.sniff import HEAD_BYTES, not_matches  # a walk of .krec files needs none of it
+
+    try:
+        with open(path, "rb") as file:
+            head = file.read(HEAD_BYTES)
+    except OSError:
+        return path
+    why = not_matches(head)
+    return path if why is None else NotRecords(path, f"{path}: skipped: {why}")

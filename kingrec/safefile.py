@@ -89,14 +89,30 @@ def atomic_text_output(path: str, encoding: str = "utf-8") -> Iterator[IO[str]]:
         yield f  # type: ignore[misc]
 
 
+def _named(exc: OSError, path: str) -> OSError:
+    """The failure to make the temporary file, told of the file asked for: its hidden name
+    means nothing to the user."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if isinstance(exc, FileNotFoundError) and not os.path.isdir(folder):
+        why = f"the directory {folder} does not exist"
+    elif isinstance(exc, NotADirectoryError):
+        why = f"{folder} is not a directory"
+    else:
+        why = exc.strerror or str(exc)
+    return type(exc)(exc.errno, why, path)
+
+
 @contextlib.contextmanager
 def _atomic(path: str, mode: str, encoding: str | None = None) -> Iterator[IO[bytes] | IO[str]]:
     remove_stale_temporaries(path)
     tmp = temporary_name(path)
-    if mode == "w":
-        f: IO[bytes] | IO[str] = open(tmp, "w", encoding=encoding, newline="")  # noqa: SIM115
-    else:
-        f = open(tmp, "wb")  # noqa: SIM115
+    try:
+        if mode == "w":
+            f: IO[bytes] | IO[str] = open(tmp, "w", encoding=encoding, newline="")  # noqa: SIM115
+        else:
+            f = open(tmp, "wb")  # noqa: SIM115
+    except OSError as exc:
+        raise _named(exc, path) from None
     try:
         with f:
             yield f

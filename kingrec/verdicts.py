@@ -15,7 +15,15 @@ from .findings import CleanMatches, MatchReport, Severity
 from .jsonl.write import report_object
 from .records import Damage
 
-__all__ = ["Tally", "damage_object", "error_object", "listed", "match_object", "summary_object"]
+__all__ = [
+    "Tally",
+    "damage_object",
+    "error_object",
+    "listed",
+    "match_object",
+    "skipped_object",
+    "summary_object",
+]
 
 
 @dataclass
@@ -29,6 +37,7 @@ class Tally:
     warnings: int = 0
     damaged: int = 0
     unreadable: int = 0
+    skipped: int = 0  # files of a directory that hold no records (a manifest beside them)
 
     def to_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -53,6 +62,11 @@ def listed(report: MatchReport, show_all: bool, quiet: bool = False) -> bool:
     if quiet:
         return not report.valid
     return bool(report.findings) or show_all
+
+
+def skipped_object(path: str, message: str) -> dict[str, Any]:
+    """A file of a directory that holds no records (a manifest beside them)."""
+    return {"type": "skipped", "file": path, "message": message}
 
 
 def match_object(report: MatchReport) -> dict[str, Any]:

@@ -5,7 +5,10 @@ The report's JSON text is the very line ``kingrec validate --json`` prints for i
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
+
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from kingrec.findings import Finding, Location, MatchReport, Severity
 from kingrec.jsonl import report_line
@@ -140,4 +143,14 @@ def stored_summary(row: dict[str, Any], players: list[tuple[Any, ...]]) -> svc.M
         valid=bool(row["valid"]),
         totals=[row[f"total_{s}"] or 0 for s in range(4)],
         source=row["source"] or "",
+        start_time=_timestamp(row["start_time"]),
     )
+
+
+def _timestamp(when: dt.datetime | None) -> Timestamp | None:
+    """A stored TIMESTAMP (UTC, naive as DuckDB gives it) as a protobuf Timestamp."""
+    if when is None:
+        return None
+    stamp = Timestamp()
+    stamp.FromDatetime(when.replace(tzinfo=dt.UTC))
+    return stamp

@@ -501,6 +501,9 @@ class LiveMatch:
             totals=self._writer.totals,
             source="live",
             viewers=self.viewers,
+            start_time=self.match.metadata.start_time
+            if self.match.metadata.HasField("start_time")
+            else None,
         )
 
 

@@ -217,6 +217,7 @@ async def _until(requests: AsyncIterable[R], stopping: asyncio.Event) -> AsyncGe
     server starts stopping while waiting for one."""
     iterator = aiter(requests)
     stop = asyncio.ensure_future(stopping.wait())
+    following: asyncio.Future[R] | None = None
     try:
         while True:
             if stopping.is_set():
@@ -233,3 +234,11 @@ async def _until(requests: AsyncIterable[R], stopping: asyncio.Event) -> AsyncGe
             yield request
     finally:
         stop.cancel()
+        if following is not None:  # the call cancelled while waiting (the client gave up):
+            following.cancel()  # its end (StopAsyncIteration) is nobody's to log
+            following.add_done_callback(_retrieved)
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()

@@ -239,6 +239,25 @@ class StoreGateway:
             self._admitted.add(stop)
         return stop
 
+    async def query(self, work: Callable[[Store, QueryStop], T]) -> T:
+        """``work(reader, stop)`` as a query: admitted like one (``QueryBusyError`` past
+        ``in_flight``), in the queries' own threads, interrupted by ``stop_queries``. For
+        the questions the server asks for its callers (the HTTP API's stats), so that they,
+        too, can never take the threads ListMatches, GetMatch and Replay need."""
+        stop = self.admit()
+
+        def run() -> T:
+            reader = self.reader()
+            try:
+                return work(reader, stop)
+            finally:
+                reader.close()
+
+        try:
+            return await _run_in(self._queries, run)
+        finally:
+            self.release(stop)
+
     def release(self, stop: QueryStop) -> None:
         with self._admit_lock:
             self._admitted.discard(stop)

@@ -62,6 +62,7 @@ PUBLIC = [
     "QueryError",
     "QueryLimitError",
     "QueryRefusedError",
+    "QueryRowError",
     "StoreError",
     "StoreLockedError",
     "StoreVersionError",

@@ -99,7 +99,7 @@ def test_validate_json_report_has_locations_and_legal_cards() -> None:
     assert finding["code"] == "MUST_RUFF" and finding["severity"] == "error"
     assert {"deal", "trick", "seat", "card", "legal", "message"} <= set(finding)
     assert lines[-1] == {"type": "summary", "files": 2, "matches": 3, "deals": 60, "invalid": 1,
-                         "warnings": 0, "damaged": 0, "unreadable": 0}  # fmt: skip
+                         "warnings": 0, "damaged": 0, "unreadable": 0, "skipped": 0}  # fmt: skip
 
 
 def test_validate_reports_frames_after_damage() -> None:
@@ -331,9 +331,21 @@ def test_validate_the_samples_folder_in_one_go() -> None:
     result = run("validate", "-q", str(SAMPLES))
     assert result.returncode == 2  # the damaged samples
     out = result.stdout.decode()
-    assert "checked 61 match(es)" in out and "in 53 file(s)" in out
+    assert "checked 60 match(es)" in out and "in 52 file(s)" in out
     assert "OVER_TIME" not in out  # a warning: counted, not listed, under --quiet
     assert "MUST_RUFF" in out and "DAMAGED" in out
+    # the manifest beside the samples is no record: told, skipped, counted, not judged
+    assert "(no id)" not in out and out.rstrip().endswith(", 1 file(s) skipped (not records)")
+    manifest = SAMPLES / "manifest.json"
+    assert f"kingrec: {manifest}: skipped: not match records".encode() in result.stderr
+    lines = [
+        json.loads(line) for line in run("validate", "--json", str(SAMPLES)).stdout.splitlines()
+    ]
+    assert [line for line in lines if line["type"] == "skipped"] == [
+        {"type": "skipped", "file": str(manifest), "message": f"{manifest}: skipped: not match "
+         'records (a JSON object with the keys "samples")'}
+    ]  # fmt: skip
+    assert lines[-1]["skipped"] == 1 and lines[-1]["files"] == 52
 
 
 def test_validate_warns_of_a_record_repeated_in_a_later_file(tmp_path: Path) -> None:
@@ -440,3 +452,27 @@ def test_a_javascript_reader_reads_one_report_per_json_line(tmp_path: Path) -> N
     ]
     assert json.loads(read.stdout) == [expected, expected]
     assert [json.loads(line)["type"] for line in lines] == ["match", "match", "summary"]
+
+
+def test_writing_into_a_missing_directory_names_the_target_and_the_missing_directory(
+    tmp_path: Path,
+) -> None:
+    """Once ``.x.jsonl.kingrec-PID.tmp: No such file or directory``: a name the user never gave."""
+    missing = tmp_path / "no-such-dir"
+    for args, said in (
+        (["convert", str(CLASSIC), str(missing / "x.jsonl")], f"{missing / 'x.jsonl'}:"),
+        (["simulate", "--matches", "1", "-o", str(missing / "s.krec")],
+         f"cannot write {missing / 's.krec'}:"),
+    ):  # fmt: skip
+        result = run(*args)
+        assert (result.returncode, result.stdout) == (2, b""), result.stderr
+        assert result.stderr.decode() == (
+            f"kingrec: error: {said} the directory {missing} does not exist\n"
+        )
+    afile = tmp_path / "a-file"
+    afile.write_text("")
+    result = run("convert", str(CLASSIC), str(afile / "x.jsonl"))
+    assert result.returncode == 2 and result.stderr.decode() == (
+        f"kingrec: error: {afile / 'x.jsonl'}: {afile} is not a directory\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]

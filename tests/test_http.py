@@ -496,8 +496,15 @@ def test_live_matches_are_listed_and_watched_to_the_end_over_sse_and_ndjson(web:
             assert event == expected
     streamed = [json.loads(line) for line in lines.read().splitlines()]
     ndjson.close()
-    assert [e for e in streamed if "end" not in e] == events
+    assert [e for e in streamed if "end" not in e and "publisher" not in e] == events
     assert streamed[-1]["end"]["code"] == "OK"
+    # the viewer came while no publisher was there, and was told so, as Watch tells it
+    notes = [json.loads(data) for _, kind, data in got if kind == "publisher"]
+    assert notes and notes[0]["publisher"] == "PUBLISHER_GONE"
+    assert notes[0]["abandon_in_ms"] > 0
+    assert {"publisher": "PUBLISHER_GONE"} in [
+        {"publisher": e["publisher"]["publisher"]} for e in streamed if "publisher" in e
+    ]
 
 
 def test_a_browser_reconnecting_with_last_event_id_resumes_without_gaps_or_repeats(
@@ -509,6 +516,8 @@ def test_a_browser_reconnecting_with_last_event_id_resumes_without_gaps_or_repea
     first = SseReader(web.port, "/api/live/live-resume")
     seen: list[int] = []
     for event_id, kind, _ in first.messages():
+        if kind == "publisher":  # news of the publisher, no event of the match
+            continue
         assert kind == "message"
         seen.append(int(event_id or 0))
         if len(seen) == 25:
@@ -530,7 +539,8 @@ def test_a_browser_reconnecting_with_last_event_id_resumes_without_gaps_or_repea
         if kind == "end":
             ended = json.loads(data)
             break
-        seen.append(int(event_id or 0))
+        if kind == "message":
+            seen.append(int(event_id or 0))
     again.close()
     publisher.join()
     assert done.is_set() and ended is not None and ended["code"] == "OK"
@@ -553,7 +563,7 @@ def test_delay_ms_holds_each_event_back_that_long(web: Web) -> None:
     reader = SseReader(web.port, "/api/live/live-delay?delay_ms=400&resume_from=3")
     before = time.monotonic()
     _publish(web, [svc.PublishRequest(resume="live-delay"), requests[2]])  # the first card
-    messages = reader.messages()
+    messages = (m for m in reader.messages() if m[1] != "publisher")
     event_id, kind, _ = next(messages)
     waited = time.monotonic() - before
     reader.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import random
 import re
 import shutil
 import signal
@@ -23,6 +24,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from kingrec.records import open_records
 from kingrec.store import Store
 from kingrec.v1 import service_pb2 as svc
 from kingrec_cli.client import pick_match
@@ -321,6 +323,60 @@ def test_without_a_token_the_startup_line_says_anyone_can_upload_and_publish(
     assert "no token" not in stdout
 
 
+def test_an_upload_tells_each_unreadable_file_as_validate_does_and_stores_the_rest_whole(
+    tmp_path: Path,
+) -> None:
+    """Once ``UNKNOWN: Exception iterating requests!``, part of the good files stored, and
+    ``Task exception was never retrieved … StopAsyncIteration`` in the server's log."""
+    served = start_server(tmp_path / "kingrec.duckdb")
+    (tmp_path / "no-records").mkdir()
+    (tmp_path / "no-records" / "notes.txt").write_text("not a record")
+    noise = tmp_path / "noise.krec"
+    noise.write_bytes(random.Random(15).randbytes(5000))
+    short = SAMPLES / "valid" / "short.krec"
+    files = [str(CLASSIC), str(tmp_path / "nosuch.krec"), str(tmp_path / "no-records"),
+             str(noise), str(short)]  # fmt: skip
+    try:
+        uploaded = _cli("upload", *files, "--server", served.address)
+        again = _cli("upload", str(CLASSIC), "--server", served.address)
+        with grpc.insecure_channel(served.address) as channel:  # a client that gives up
+            stub = KingrecServiceStub(channel)
+
+            def requests() -> Iterator[svc.UploadRequest]:
+                with open_records(str(CLASSIC)) as records:  # stored already: a duplicate
+                    first = next(records.raw_frames())
+                assert isinstance(first, tuple)
+                yield svc.UploadRequest(source="x", records=[svc.Record(krec=first[1])])
+                raise OSError("the client's disk went away")
+
+            with pytest.raises(grpc.RpcError):
+                list(stub.Upload(requests()))
+            listed = stub.ListMatches(svc.ListMatchesRequest())  # and the server serves on
+            assert [m.match_id for m in listed.matches] == ["classic-0", "classic-1", "short-0",
+                                                            "short-1"]  # fmt: skip
+    finally:
+        served.process.send_signal(signal.SIGTERM)
+        _, log = served.process.communicate(timeout=30)
+    validated = _cli("validate", *files)
+    told = [line for line in uploaded.stderr.splitlines() if line.startswith("kingrec: error: ")]
+    assert told == validated.stderr.splitlines() and len(told) == 3, uploaded.stderr
+    assert uploaded.returncode == 2 and "Exception iterating" not in uploaded.stderr
+    assert uploaded.stderr.splitlines()[-1] == (
+        f"uploaded 4 record(s) to {served.address}: 4 stored, 0 stored invalid, 0 duplicate(s), "
+        "0 rejected; 3 unreadable file(s)"
+    )
+    assert f"{short}, frame 2, byte" in uploaded.stdout  # the file after the bad ones
+    with Store.open(str(served.db), read_only=True) as store:
+        ids = store.con.execute("SELECT match_id FROM matches ORDER BY match_key").fetchall()
+    assert [i for (i,) in ids] == ["classic-0", "classic-1", "short-0", "short-1"]
+    # a duplicate names the match it is (its verdict once carried an empty match_id)
+    assert again.returncode == 0 and again.stdout.splitlines() == [
+        f"{CLASSIC}, frame 1, byte 12: classic-0: duplicate",
+        f"{CLASSIC}, frame 2, byte 4821: classic-1: duplicate",
+    ]  # fmt: skip
+    assert "Task exception" not in log and "Traceback" not in log, log
+
+
 def test_watch_flush_sets_how_long_events_gather_before_viewers_get_them(tmp_path: Path) -> None:
     """``kingrec serve --watch-flush MS``: the first event after a quiet spell reaches a viewer
     at once, the events published within MS after it together, MS later."""
@@ -534,10 +590,11 @@ def test_tls_serves_clients_that_trust_the_certificate_only(
 
 # -- uploads cut off midway ------------------------------------------------------------------
 
-# A client that sends a file's records 40 to a message, slowly, and prints each answer as it
-# comes: the test kills it (or the server) once some are acknowledged.
+# A client that sends a file's records 40 to a message and prints each answer as it comes,
+# held after its third message until its standard input closes: the test kills it (or the
+# server) once those three are acknowledged, with the rest certainly unsent.
 SLOW_CLIENT = """
-import sys, time, grpc
+import sys, grpc
 from kingrec.records import open_records
 from kingrec.v1 import service_pb2 as svc
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
@@ -549,7 +606,8 @@ with open_records(path) as records:
 def requests():
     for i in range(0, len(payloads), 40):
         yield svc.UploadRequest(records=[svc.Record(krec=p) for p in payloads[i : i + 40]])
-        time.sleep(0.15)
+        if i == 80:
+            sys.stdin.readline()
 
 stub = KingrecServiceStub(grpc.insecure_channel(address))
 for answer in stub.Upload(requests()):
@@ -592,6 +650,7 @@ def test_an_upload_killed_midway_then_sent_again_loses_nothing_and_stores_nothin
     served = start_server(db)
     client = subprocess.Popen(
         [sys.executable, "-c", SLOW_CLIENT, served.address, str(many)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -425,6 +427,34 @@ def test_four_slow_queries_leave_list_get_and_replay_free_and_a_fifth_is_refused
                 call.cancel()
             assert _until(lambda: server.store is not None and server.store.queries_in_flight == 0)
             assert _rows(stub, "SELECT 1 AS one") == [{"one": 1}]
+
+
+def test_the_web_statistics_are_queries_too_and_never_take_the_readers(
+    store: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "busy-web.duckdb"
+    db.write_bytes(store.read_bytes())
+    limits = QueryLimits(timeout_s=600, threads=2, in_flight=2)
+    config = ServiceConfig(db=str(db), query=limits, http_host="127.0.0.1")
+    with running_server(config) as (server, port):
+        gateway = server.store
+        assert gateway is not None
+        web = f"http://127.0.0.1:{server.http_port}"
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = KingrecServiceStub(channel)
+            answer = json.loads(urllib.request.urlopen(web + "/api/stats/contracts").read())
+            assert answer["rows"]  # a question is answered while places are free
+            slow = [_background(stub, NEVER) for _ in range(2)]
+            assert _until(lambda: gateway.queries_in_flight == 2)
+            with pytest.raises(urllib.error.HTTPError) as refused:  # no place: told at once
+                urllib.request.urlopen(web + "/api/stats/contracts", timeout=20)
+            assert refused.value.code == 429
+            assert json.loads(refused.value.read())["error"]["code"] == "QUERIES_BUSY"
+            listed = json.loads(urllib.request.urlopen(web + "/api/matches?limit=2").read())
+            assert listed["matches"]  # the readers are free
+            for call, _ in slow:
+                call.cancel()
+            assert _until(lambda: gateway.queries_in_flight == 0)
 
 
 def test_a_query_s_time_limit_counts_from_its_arrival_not_from_when_it_got_a_thread(

@@ -274,6 +274,10 @@ def test_list_matches_filters_and_pages(served: Served) -> None:
     first = samples[0]
     assert [p.name for p in first.players] == [p.name for p in VALID[0].players]
     assert first.deals == len(VALID[0].deals) and first.valid and len(first.totals) == 4
+    for summary, match in zip(samples, VALID + INVALID, strict=True):  # when each started
+        assert summary.HasField("start_time") == match.metadata.HasField("start_time")
+        assert summary.start_time == match.metadata.start_time
+    assert any(m.HasField("start_time") for m in samples)
     invalid = _list(served.stub, valid=False)
     assert INVALID[0].match_id in {m.match_id for m in invalid}
     assert all(not m.valid for m in invalid)

@@ -146,6 +146,13 @@ def test_unwritable_output_exits_2_and_leaves_no_file(name: str, tmp_path: Path)
     assert os.listdir(tmp_path) == []
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 @pytest.mark.parametrize(("name", "jobs"), [("big.krec", 1), ("big.jsonl", 1), ("big.krec", 2)])
 def test_interrupted_run_leaves_no_file(name: str, jobs: int, tmp_path: Path) -> None:
     """Ctrl-C partway (SIGINT to the whole process group, as a terminal sends it) leaves
@@ -161,9 +168,11 @@ def test_interrupted_run_leaves_no_file(name: str, jobs: int, tmp_path: Path) ->
     try:
         deadline = time.monotonic() + 30
         partial = Path(temporary_name(str(target), proc.pid))
-        while not partial.exists() and time.monotonic() < deadline:
+        # midway: once the partial file holds a record past the 12-byte header (a
+        # condition polled, not a guess at how long a run takes to get going)
+        while _size(partial) <= 12 and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(0.5)
+        assert _size(partial) > 12, "the run never started writing"
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:

@@ -288,8 +288,15 @@ def test_records_over_a_bound_or_unreadable_are_rejected_and_listed(tmp_path: Pa
 _INGEST = """
 import sys
 from kingrec.store import Store
+handed_over = 0
+def handed(done):  # a batch handed to the writers: the one two before it is committed
+    global handed_over
+    handed_over += 1
+    print("batch", flush=True)
+    if handed_over == 3:
+        sys.stdin.readline()  # held here (its writers go on) until killed
 with Store.open(sys.argv[1]) as store:
-    store.ingest_file(sys.argv[2], batch_matches=int(sys.argv[3]))
+    store.ingest_file(sys.argv[2], batch_matches=int(sys.argv[3]), progress=handed)
 """
 
 
@@ -297,21 +304,21 @@ def test_kill_9_midway_leaves_whole_batches_and_a_rerun_completes(tmp_path: Path
     matches = [simulate_match(preset("short"), s) for s in range(400)]
     path = _krec(tmp_path / "m.krec", matches)
     db = tmp_path / "k.duckdb"
-    proc = subprocess.Popen([sys.executable, "-c", _INGEST, str(db), str(path), "20"])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # kill it once some batches are in
-        time.sleep(0.05)
-        if proc.poll() is not None:
-            break
-        wal = Path(str(db) + ".wal")
-        if db.exists() and (wal.exists() or db.stat().st_size > 1 << 20):
-            time.sleep(0.3)
-            break
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _INGEST, str(db), str(path), "20"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    for _ in range(3):  # kill it once batch 1 is committed: it says so, no clock guesses
+        assert proc.stdout.readline() == b"batch\n"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    for pipe in (proc.stdin, proc.stdout):
+        assert pipe is not None
+        pipe.close()
     with Store.open(str(db)) as store:
         stored = store.count("matches")
-        assert stored % 20 == 0  # whole batches only
+        assert stored in (20, 40, 60)  # whole batches only: 1 committed, 2 and 3 may be
         assert store.count("deals") == stored * 8
         store.ingest_file(str(path), batch_matches=20)
         assert store.count("matches") == 400

@@ -3,6 +3,7 @@ real DuckDB files, pipes and a pseudo-terminal, processes killed midway."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -21,7 +22,7 @@ from pty_screen import on_terminal
 
 from kingrec.container import KrecWriter
 from kingrec.findings import MatchReport
-from kingrec.paths import record_paths
+from kingrec.paths import NotRecords, record_paths
 from kingrec.records import Damage
 from kingrec.rules import preset
 from kingrec.simulate import simulate_matches
@@ -57,6 +58,8 @@ def _judged_samples() -> dict[str, int]:
     damage, unreadable files."""
     out = dict.fromkeys(("files", "valid", "invalid", "damaged", "unreadable", "records"), 0)
     for path in record_paths([str(SAMPLES)]):
+        if isinstance(path, NotRecords):  # the manifest: told and skipped by both commands
+            continue
         assert isinstance(path, str)
         try:
             items = list(validate_file(path))
@@ -92,9 +95,13 @@ def test_ingest_of_the_samples_stores_every_record_and_lists_the_damage(tmp_path
     judged = _judged_samples()
     assert result.returncode == 2  # damage and unreadable files
     assert "Traceback" not in result.stderr
-    errors = result.stderr.splitlines()
+    *errors, skipped = result.stderr.splitlines()
     assert len(errors) == judged["unreadable"] == 2
     assert all(line.startswith("kingrec: error: ") for line in errors)
+    assert skipped == (
+        f"kingrec: {SAMPLES / 'manifest.json'}: skipped: not match records (a JSON object "
+        'with the keys "samples")'
+    )
     assert any("bad-magic.krec is not a .krec file" in line for line in errors)
     assert any("newer-version.krec was written by a newer kingrec" in line for line in errors)
     *damage, summary = result.stdout.splitlines()
@@ -108,12 +115,15 @@ def test_ingest_of_the_samples_stores_every_record_and_lists_the_damage(tmp_path
     duplicates = judged["records"] - stored
     assert summary == (
         f"stored {stored} record(s) ({valid} valid, {stored - valid} invalid), "
-        f"{duplicates} duplicate(s), 3 damaged frame(s) or line(s), 2 unreadable file(s) "
-        f"from {judged['files']} file(s); {db} holds {stored} match(es), "
+        f"{duplicates} duplicate(s), 3 damaged frame(s) or line(s), 2 unreadable file(s), "
+        f"1 file(s) skipped (not records) from {judged['files']} file(s); {db} holds "
+        f"{stored} match(es), "
         f"{_count(db, 'SELECT count(*) FROM deals')} deal(s)"
     )
     assert stored - valid == judged["invalid"] > 30  # invalid records stored, flagged
     assert _count(db, "SELECT count(*) FROM damage") == 3
+    # the manifest beside the samples was once stored as an invalid match without an id
+    assert _count(db, "SELECT count(*) FROM matches WHERE coalesce(match_id, '') = ''") == 0
 
 
 def test_a_second_ingest_stores_nothing_twice_and_says_so(tmp_path: Path) -> None:
@@ -203,33 +213,90 @@ def test_a_store_from_a_newer_kingrec_or_no_store_at_all_is_refused(tmp_path: Pa
     text.write_text("not a database")
     result = run("ingest", "--db", str(text), str(SAMPLES / "valid"))
     assert (result.returncode, result.stderr) == (
-        2, f"kingrec: error: {text}: not a DuckDB file, so not a kingrec store\n"
+        2, f"kingrec: error: {text}: not a DuckDB file, so not a kingrec store (give an "
+        "existing store or a path where a new one can be made)\n"
     )  # fmt: skip
     result = run("query", "--db", str(tmp_path / "none.duckdb"), "SELECT 1")
     assert result.returncode == 2 and "no store there (run kingrec ingest first)" in result.stderr
 
 
+def test_a_db_that_is_a_record_file_is_refused_by_every_command_and_left_as_it_was(
+    tmp_path: Path,
+) -> None:
+    # DuckDB opened such a file as an empty database in memory: "stored 2 record(s)", exit
+    # 0, and nothing kept.
+    records = tmp_path / "classic.jsonl"
+    assert run("convert", str(SAMPLES / "valid" / "classic.krec"), str(records)).returncode == 0
+    before = records.read_bytes()
+    out = tmp_path / "parquet"
+    for args in (
+        ["ingest", "--db", str(records), str(SAMPLES / "valid" / "classic.krec")],
+        ["query", "--db", str(records), "SELECT 1"],
+        ["stats", "--db", str(records)],
+        ["export", "--db", str(records), "--parquet", str(out)],
+        ["serve", "--db", str(records), "--port", "0"],
+    ):
+        result = run(*args)
+        assert (result.returncode, result.stdout) == (2, ""), args
+        assert result.stderr == (
+            f"kingrec: error: {records}: not a DuckDB file, so not a kingrec store (give an "
+            "existing store or a path where a new one can be made)\n"
+        ), args
+    assert records.read_bytes() == before and not out.exists()
+    empty = tmp_path / "made-by-mktemp"
+    empty.touch()
+    result = run("ingest", "--db", str(empty), str(SAMPLES / "valid" / "classic.krec"))
+    assert result.returncode == 2 and "not a DuckDB file" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["classic.jsonl", "made-by-mktemp"]
+    assert empty.stat().st_size == 0
+
+
 # -- interrupted ingests ---------------------------------------------------------------------------
 
 
+def _held_ingest(db: Path, big: Path, batch: int) -> subprocess.Popen[bytes]:
+    """A real ``kingrec ingest`` that says when it hands a batch to its writers, then waits
+    there (its writes going on) for a line on its standard input: a test signals it at that
+    point, however slowly the test itself runs."""
+    return subprocess.Popen(
+        [KINGREC, "ingest", "--batch", str(batch), "--db", str(db), str(big)],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env={**os.environ, "KINGREC_DEBUG_BATCHES": "hold"},
+    )  # fmt: skip
+
+
+def _go_on(proc: subprocess.Popen[bytes]) -> None:
+    assert proc.stdin is not None
+    with contextlib.suppress(BrokenPipeError):  # killed meanwhile
+        proc.stdin.write(b"\n")
+        proc.stdin.flush()
+
+
+def _finish(proc: subprocess.Popen[bytes], said: list[str]) -> tuple[int, str]:
+    assert proc.stdin is not None and proc.stderr is not None
+    with contextlib.suppress(BrokenPipeError):
+        proc.stdin.close()  # no more holds: the end of standard input
+    said.append(proc.stderr.read().decode())
+    proc.stderr.close()
+    return proc.wait(60), "".join(said)
+
+
 def _stop_midway(db: Path, big: Path, how: signal.Signals) -> tuple[int, str]:
-    """A real ``kingrec ingest`` stopped with ``how`` once some batches are committed: its
-    exit status and what it wrote on standard error."""
-    err = db.parent / "stderr.txt"
-    with err.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [KINGREC, "ingest", "--batch", "20", "--db", str(db), str(big)],
-            stdout=subprocess.DEVNULL, stderr=stderr,
-        )  # fmt: skip
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.05)
-            wal = Path(str(db) + ".wal")
-            if wal.exists() and wal.stat().st_size > 200_000:  # some batches are in
+    """A real ``kingrec ingest`` stopped with ``how`` while it holds after handing batch 3
+    to its writers (batch 1 is committed then: two are written at a time): its exit status
+    and what it wrote on standard error."""
+    proc = _held_ingest(db, big, 20)
+    assert proc.stderr is not None
+    said, handed = [], 0
+    for line in proc.stderr:
+        said.append(line.decode())
+        if "batch handed to the writers" in said[-1]:
+            handed += 1
+            if handed == 3:
+                proc.send_signal(how)
                 break
-        proc.send_signal(how)
-        proc.wait(60)
-    return proc.returncode, err.read_text()
+            _go_on(proc)
+    return _finish(proc, said)
 
 
 def _tables(db: Path) -> dict[str, int]:
@@ -271,6 +338,53 @@ def test_a_stop_midway_keeps_whole_batches_and_says_how_to_finish(
     assert f"({stored} record(s) of this run are in {db}); run the same command again" in err
     assert run("ingest", "--db", str(db), str(big)).returncode == 0
     assert _count(db, "SELECT count(*) FROM matches") == 400
+
+
+def _interrupt_twice(db: Path, big: Path, batches: int) -> tuple[int, str]:
+    """A real ``kingrec ingest`` given Ctrl-C while it holds after handing its
+    ``batches``-th batch to the writers, then Ctrl-C again while it holds, stopping, with
+    the next batch being written: its status and standard error."""
+    proc = _held_ingest(db, big, 50)
+    assert proc.stderr is not None
+    said, handed = [], 0
+    for line in proc.stderr:
+        said.append(line.decode())
+        if "stopping, the writes finishing" in said[-1]:
+            proc.send_signal(signal.SIGINT)
+            break
+        if "batch handed to the writers" in said[-1]:
+            handed += 1
+            if handed == batches:
+                proc.send_signal(signal.SIGINT)
+            _go_on(proc)
+    return _finish(proc, said)
+
+
+def test_a_second_ctrl_c_while_the_writes_finish_exits_130_and_leaves_whole_batches(
+    tmp_path: Path, big: Path
+) -> None:
+    """Once ``ResourceInUseException … connection is busy``, ``RuntimeError: Query
+    interrupted`` (exit 3) or a C++ abort (134), 6 times in 34."""
+    clean = tmp_path / "clean.duckdb"
+    assert run("ingest", "--db", str(clean), str(big)).returncode == 0
+    for attempt in range(6):
+        db = tmp_path / f"k{attempt}.duckdb"
+        status, err = _interrupt_twice(db, big, 1 + attempt)
+        assert "stopping, the writes finishing" in err, (attempt, err)
+        assert status == 130, (attempt, err)
+        assert "Traceback" not in err and "error" not in err, (attempt, err)
+        assert err.endswith(
+            "kingrec: stopped at once: the store keeps the batches committed so far; run the "
+            "same command again to finish\n"
+        ), err
+        stored = _count(db, "SELECT count(*) FROM matches")
+        assert stored % 50 == 0 and stored < 400, attempt  # whole batches only
+        assert _count(db, "SELECT count(*) FROM players") == 4 * stored
+        assert _count(db, "SELECT coalesce(sum(deals), 0) FROM matches") == _count(
+            db, "SELECT count(*) FROM deals"
+        )
+        assert run("ingest", "--batch", "50", "--db", str(db), str(big)).returncode == 0
+        assert _tables(db) == _tables(clean), attempt
 
 
 # -- query ---------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import duckdb
 
 from ..cards import card_name, card_symbol
 from ..errors import StoreError, StoreLockedError, StoreVersionError
+from .guard import refuse_what_is_not_a_store
 from .schema import (
     SCHEMA_VERSION,
     STORAGE_VERSION,
@@ -85,7 +86,7 @@ def connect(
     path: str, *, read_only: bool = False, external_access: bool = False
 ) -> duckdb.DuckDBPyConnection:
     """A connection to the store at ``path``, created when new (unless ``read_only``)."""
-    exists = Path(path).exists()
+    exists = refuse_what_is_not_a_store(path)
     if read_only and not exists:
         raise StoreError(f"{path}: no store there (run kingrec ingest first)")
     config = _config(external_access, read_only)

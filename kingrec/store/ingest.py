@@ -131,6 +131,7 @@ def prepare_batch(
     damage = list(batch.damage)
     keep: list[int] = []
     seen: set[bytes] = set()
+    duplicates: list[int] = []
     for i, report in enumerate(reports):
         location = batch.locations[i]
         if isinstance(report, Damage):
@@ -141,8 +142,7 @@ def prepare_batch(
             damage.append(Damage(location, "LIMIT_EXCEEDED", message))
             verdicts[i] = RecordVerdict(REJECTED, report.match_id, location, report, message)
         elif hashes[i] in stored_before or hashes[i] in in_flight or hashes[i] in seen:
-            message = "the same record is stored already"
-            verdicts[i] = RecordVerdict(DUPLICATE, "", location, None, message)
+            duplicates.append(i)  # its verdict below, with the id it is stored under
         else:
             seen.add(hashes[i])
             keep.append(i)
@@ -172,6 +172,14 @@ def prepare_batch(
         reports[i] = report
         status = STORED if report.valid else STORED_INVALID
         verdicts[i] = RecordVerdict(status, match_id, batch.locations[i], report, status)
+    if duplicates:
+        earlier = [hashes[i] for i in duplicates if hashes[i] in stored_before]
+        ids_of = {**_stored_ids(con, earlier), **in_flight, **stored}
+        for i in duplicates:
+            message = "the same record is stored already"
+            verdicts[i] = RecordVerdict(
+                DUPLICATE, ids_of.get(hashes[i], ""), batch.locations[i], None, message
+            )
     batches = _batch_tables(batch, keep, keys, hashes, reports, tables, rulesets, damage)
     done = [v for v in verdicts if v is not None]
     return Prepared(done, batches, len(keep), stored)
@@ -189,6 +197,21 @@ def _existing(con: duckdb.DuckDBPyConnection, column: str, values: Sequence[obje
     finally:
         con.unregister("batch_lookup")
     return {row[0] for row in rows}
+
+
+def _stored_ids(con: duckdb.DuckDBPyConnection, hashes: Sequence[bytes]) -> dict[bytes, str]:
+    """The match id each stored record of ``hashes`` is stored under."""
+    if not hashes:
+        return {}
+    con.register("batch_lookup", pa.table({"v": pa.array(hashes, pa.binary())}))
+    try:
+        rows = con.execute(
+            "SELECT content_hash, any_value(match_id) FROM matches "
+            "WHERE content_hash IN (SELECT v FROM batch_lookup) GROUP BY content_hash"
+        ).fetchall()
+    finally:
+        con.unregister("batch_lookup")
+    return {row[0]: row[1] or "" for row in rows}
 
 
 def _build(

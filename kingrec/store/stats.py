@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import QueryError
-from .query import QueryResult
+from .query import QueryResult, QueryStop
 from .store import Store
 
 __all__ = ["STATS", "Stat", "run_stat", "stat"]
@@ -334,6 +334,9 @@ def stat(name: str) -> Stat:
         raise QueryError(f"no stats named {name!r}; there are: {', '.join(STATS)}") from None
 
 
-def run_stat(store: Store, name: str, *, timeout_s: float = 30.0) -> QueryResult:
-    """Run the stat called ``name`` on ``store``: its rows, as ``Store.query`` gives them."""
-    return store.query(stat(name).sql, timeout_s=timeout_s)
+def run_stat(
+    store: Store, name: str, *, timeout_s: float = 30.0, stop: QueryStop | None = None
+) -> QueryResult:
+    """Run the stat called ``name`` on ``store``: its rows, as ``Store.query`` gives them
+    (``stop`` interrupts it, see ``kingrec.store.query.QueryStop``)."""
+    return store.query(stat(name).sql, timeout_s=timeout_s, stop=stop)

@@ -267,12 +267,14 @@ class Store:
         limit = max(1, min(limit, 1000))
         rows = self.con.execute(
             "SELECT m.match_key, m.match_id, m.preset, CAST(m.status AS VARCHAR), m.valid, "
-            "m.deals, m.total_0, m.total_1, m.total_2, m.total_3, m.source, m.ingested_at "
+            "m.deals, m.total_0, m.total_1, m.total_2, m.total_3, m.source, m.ingested_at, "
+            "m.start_time "
             f"FROM matches m WHERE {' AND '.join(where)} ORDER BY m.match_key LIMIT ?",
             [*params, limit + 1],
         ).fetchall()
         names = ("match_key", "match_id", "preset", "status", "valid", "deals", "total_0",
-                 "total_1", "total_2", "total_3", "source", "ingested_at")  # fmt: skip
+                 "total_1", "total_2", "total_3", "source", "ingested_at",
+                 "start_time")  # fmt: skip
         page = [dict(zip(names, row, strict=True)) for row in rows[:limit]]
         token = str(page[-1]["match_key"]) if len(rows) > limit else None
         return page, token

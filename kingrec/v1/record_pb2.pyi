@@ -4,7 +4,7 @@ isort:skip_file
 kingrec record format, version 1.
 
 A .krec file holds many `Match` messages, each in its own checksummed frame
-(see kingrec/container.py). Cards are one byte each: code = suit * 13 + rank,
+(see kingrec/container/layout.py). Cards are one byte each: code = suit * 13 + rank,
 suit 0..3 = clubs, diamonds, hearts, spades; rank 0..12 = 2..A.
 Seats are 0..3 in order of play: after seat s comes seat (s + 1) % 4.
 """

@@ -74,6 +74,7 @@ receive limit.
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from kingrec.v1 import record_pb2 as _record_pb2
@@ -1612,6 +1613,7 @@ class MatchSummary(_message.Message):
     TOTALS_FIELD_NUMBER: _builtins.int
     SOURCE_FIELD_NUMBER: _builtins.int
     VIEWERS_FIELD_NUMBER: _builtins.int
+    START_TIME_FIELD_NUMBER: _builtins.int
     match_id: _builtins.str
     status: _record_pb2.MatchStatus.ValueType
     preset: _builtins.str
@@ -1624,6 +1626,10 @@ class MatchSummary(_message.Message):
     def players(self) -> _containers.RepeatedCompositeFieldContainer[_record_pb2.Player]: ...
     @_builtins.property
     def totals(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def start_time(self) -> _timestamp_pb2.Timestamp:
+        """When the match started (the record's metadata.start_time); unset when not recorded."""
+
     def __init__(
         self,
         *,
@@ -1636,10 +1642,11 @@ class MatchSummary(_message.Message):
         totals: _abc.Iterable[_builtins.int] | None = ...,
         source: _builtins.str = ...,
         viewers: _builtins.int = ...,
+        start_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["start_time", b"start_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["deals", b"deals", "match_id", b"match_id", "players", b"players", "preset", b"preset", "source", b"source", "status", b"status", "totals", b"totals", "valid", b"valid", "viewers", b"viewers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deals", b"deals", "match_id", b"match_id", "players", b"players", "preset", b"preset", "source", b"source", "start_time", b"start_time", "status", b"status", "totals", b"totals", "valid", b"valid", "viewers", b"viewers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -15,9 +15,10 @@ from contextlib import aclosing
 from aiohttp import web
 
 from kingrec.errors import KingrecError
+from kingrec.v1 import service_pb2 as svc
 
 from ..errors import BadRequestError
-from ..live import LiveMatch
+from ..live import LiveMatch, Presence
 from .context import Context, match_id_of
 from .jsonforms import event_json, message_dict
 from .params import number, seat_of
@@ -68,10 +69,13 @@ async def watch(request: web.Request) -> web.StreamResponse:
     try:
         await stream.open()
         async with aclosing(follow) as batches:
-            async for start, end, _, _presence in batches:
+            async for start, end, _, presence in batches:
                 texts = _texts(live, seat, end)
                 events = live.events
-                await stream.send([(events[n].seq, texts[n]) for n in range(start, end)])
+                if start < end:
+                    await stream.send([(events[n].seq, texts[n]) for n in range(start, end)])
+                if presence is not None:  # the publisher went, or came back (Watch says it too)
+                    await stream.note("publisher", _presence(presence))
     except KingrecError as exc:
         if not stream.started:
             raise
@@ -81,6 +85,14 @@ async def watch(request: web.Request) -> web.StreamResponse:
     else:
         await stream.end("OK", f"match {match_id} ended")
     return await stream.response()
+
+
+def _presence(presence: Presence) -> dict[str, object]:
+    """WatchResponse's publisher and abandon_in_ms, as the JSON mapping names them."""
+    body: dict[str, object] = {"publisher": svc.Publisher.Name(presence.publisher)}
+    if presence.publisher == svc.PUBLISHER_GONE:
+        body["abandon_in_ms"] = presence.abandon_in_ms
+    return body
 
 
 def routes() -> list[web.RouteDef]:

@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 
 from kingrec.store import Store
+from kingrec.store.query import QueryStop
 from kingrec.store.stats import STATS, Stat, run_stat
 from kingrec.store.values import json_value, rows_of
 
@@ -31,9 +32,11 @@ async def list_stats(request: web.Request) -> web.Response:
     return Context.json({"questions": [_question(item) for item in STATS.values()]})
 
 
-def stat_answer(store: Store, name: str, timeout_s: float) -> dict[str, Any]:
+def stat_answer(
+    store: Store, name: str, timeout_s: float, stop: QueryStop | None = None
+) -> dict[str, Any]:
     """The question ``name`` and its answer, run on ``store``."""
-    result = run_stat(store, name, timeout_s=timeout_s)
+    result = run_stat(store, name, timeout_s=timeout_s, stop=stop)
     rows = [[json_value(v) for v in row] for batch in result.batches() for row in rows_of(batch)]
     return _question(STATS[name]) | {
         "columns": [[column, kind] for column, kind in result.columns],
@@ -48,7 +51,10 @@ async def get_stat(request: web.Request) -> web.Response:
         raise PathNotFoundError(f"no stats question {name[:100]!r}; there are: {', '.join(STATS)}")
     gateway = ctx.store("the statistics")
     timeout = gateway.limits.timeout_s
-    return ctx.json(await gateway.read(lambda store: stat_answer(store, name, timeout)))
+    # A question is a query: it waits for the queries' threads, never for the readers'.
+    return ctx.json(
+        await gateway.query(lambda store, stop: stat_answer(store, name, timeout, stop))
+    )
 
 
 def routes() -> list[web.RouteDef]:

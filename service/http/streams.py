@@ -132,6 +132,16 @@ class EventStream:
         else:
             self._array += [text for _, text in events]
 
+    async def note(self, kind: str, body: object) -> None:
+        """A message beside the events (``event: KIND`` in SSE, ``{"KIND": body}`` in NDJSON):
+        news a viewer shows but that is no event of the match."""
+        if not self.started and self.form != "json":
+            await self._start()
+        if self._sse is not None:
+            await self._sse.send(dumps(body).decode("ascii"), event=kind)
+        elif self._stream is not None:
+            await self._stream.write(dumps({kind: body}) + b"\n")
+
     async def end(self, code: str = "OK", message: str = "", error: object = None) -> None:
         """The stream's last message: how it ended."""
         end = error if error is not None else {"code": code, "message": message}
