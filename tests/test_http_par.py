@@ -50,9 +50,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 
 def test_the_par_route_gives_the_analyse_rpcs_answer_as_json(served: Served) -> None:
-    status, body = served.get(f"/api/matches/{MATCH.match_id}/par?deal=2&from_trick=10")
+    status, body = served.get(
+        f"/api/matches/{MATCH.match_id}/par?deal=2&from_trick=10&budget_ms=10000"
+    )
     assert status == 200, body
-    rpc = served.stub.Analyse(svc.AnalyseRequest(match_id=MATCH.match_id, deals=[2], from_trick=10))
+    rpc = served.stub.Analyse(
+        svc.AnalyseRequest(match_id=MATCH.match_id, deals=[2], from_trick=10, budget_ms=10_000)
+    )
     ours = json_format.ParseDict(body, svc.AnalyseResponse())
     for deal in (*ours.deals, *rpc.deals):
         deal.search_ms = 0

@@ -23,6 +23,9 @@ from kingrec_service.analysing import MAX_DEALS
 TOKEN = "up-token"
 AUTH = (("authorization", f"Bearer {TOKEN}"),)
 MATCH = simulate_match(preset("classic"), 5)
+# From trick 10 a deal solves in milliseconds; the most a deal may have, so a loaded machine
+# never makes it unsolved (two deals of it are the most a call may ask).
+ROOM_MS = 10_000
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +67,14 @@ def test_analyse_gives_each_seats_par_and_each_plays_cost_as_the_library_does(
     stub: KingrecServiceStub,
 ) -> None:
     by_record = svc.AnalyseRequest(
-        record=svc.Record(krec=MATCH.SerializeToString()), deals=[3, 1], from_trick=10
+        record=svc.Record(krec=MATCH.SerializeToString()),
+        deals=[3, 1],
+        from_trick=10,
+        budget_ms=ROOM_MS,
     )
-    by_id = svc.AnalyseRequest(match_id=MATCH.match_id, deals=[3, 1], from_trick=10)
+    by_id = svc.AnalyseRequest(
+        match_id=MATCH.match_id, deals=[3, 1], from_trick=10, budget_ms=ROOM_MS
+    )
     answers = [stub.Analyse(by_record), stub.Analyse(by_id)]
     for answer in answers:
         assert [d.deal for d in answer.deals] == [3, 1]
@@ -140,7 +148,9 @@ def test_bad_analyse_requests_get_a_clear_status_and_the_server_goes_on(
     for request, want, words in cases:
         code, _, details = _status(lambda r=request: stub.Analyse(r))
         assert code == want and words in details, (request, details)
-    answer = stub.Analyse(svc.AnalyseRequest(match_id=MATCH.match_id, deals=[2], from_trick=13))
+    answer = stub.Analyse(
+        svc.AnalyseRequest(match_id=MATCH.match_id, deals=[2], from_trick=13, budget_ms=ROOM_MS)
+    )
     assert answer.deals[0].solved
 
 
@@ -151,7 +161,9 @@ def test_a_server_without_a_store_analyses_records_but_not_stored_ids() -> None:
     ):
         client = KingrecServiceStub(channel)
         record = svc.Record(match=MATCH)
-        answer = client.Analyse(svc.AnalyseRequest(record=record, deals=[4], from_trick=12))
+        answer = client.Analyse(
+            svc.AnalyseRequest(record=record, deals=[4], from_trick=12, budget_ms=ROOM_MS)
+        )
         assert answer.deals[0].solved
         code, _, _ = _status(lambda: client.Analyse(svc.AnalyseRequest(match_id=MATCH.match_id)))
         assert code == grpc.StatusCode.FAILED_PRECONDITION
