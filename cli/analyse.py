@@ -36,6 +36,8 @@ from .helptext import Command, epilog
 from .lines import damage_line
 from .matchview import seat_names
 from .places import place
+from .store_analysis import AnalyseOptions, analyse_stored
+from .store_option import store_option
 from .terminal import Terminal
 
 __all__ = ["analyse"]
@@ -49,6 +51,7 @@ EXAMPLES = [
     ("kingrec analyse games.krec --json | jq .", "one JSON object per deal, then a summary"),
     ("kingrec analyse big.krec --budget-ms 2000", "give up on a deal after 2 s (unsolved)"),
     ("kingrec analyse games.krec --from-trick 6", "par from trick 6 on, and the cards after"),
+    ("kingrec analyse --db games.duckdb --all", "the stored deals, results kept in the store"),
 ]
 
 
@@ -92,7 +95,20 @@ class _Tally:
         ),
     ),
 )
-@click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
+@click.argument("files", nargs=-1, type=click.Path(allow_dash=True))
+@store_option(
+    "Analyse the matches stored in this store instead of FILES, and keep the results in "
+    "its tables deal_par and play_costs (with --all or --match)",
+    metavar="PATH",
+)
+@click.option("--all", "all_matches", is_flag=True, help="With --db: analyse every stored match.")
+@click.option(
+    "--match",
+    "match_ids",
+    multiple=True,
+    metavar="ID",
+    help="With --db: analyse the stored match ID; repeat for more.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per deal, then a summary.")
 @click.option(
     "--seat",
@@ -166,6 +182,9 @@ def analyse(
     budget_ms: int,
     budget_nodes: int,
     progress: bool | None,
+    db: str | None,
+    all_matches: bool,
+    match_ids: tuple[str, ...],
 ) -> None:
     """Find each deal's par in FILES: the units (tricks, hearts, queens, ...) each seat
     could have made sure of with every hand known and the other three playing against it;
@@ -175,10 +194,30 @@ def analyse(
     each card that cost anything, with the cards that would have kept the guarantee. A
     deal is analysed up to its first illegal play or penalized revoke, and says so. FILES
     are .krec containers or JSON records, or directories of them; - reads standard input.
+
+    With --db, the stored matches are analysed instead (--all, or --match ID) and each
+    deal's par and card costs are kept in the store (tables deal_par and play_costs, which
+    kingrec stats and kingrec query read); analysing a deal again replaces its rows.
     """
     term = Terminal()
     tally = _Tally()
     wanted = tuple(sorted(set(seats))) or (0, 1, 2, 3)
+    options = AnalyseOptions(
+        wanted, deal_number, 4 * (from_trick - 1), par_only, jobs, budget_ms, budget_nodes
+    )
+    if db is not None or all_matches or match_ids:
+        if files:
+            raise click.UsageError(
+                "give FILES or --db, not both: store the records first (kingrec ingest "
+                "FILES --db PATH), then analyse them there (kingrec analyse --db PATH --all)"
+            )
+        if not all_matches and not match_ids:
+            raise click.UsageError("with --db, say which stored matches: --all or --match ID")
+        if all_matches and match_ids:
+            raise click.UsageError("give --all or --match, not both")
+        analyse_stored(term, db, None if all_matches else match_ids, options, as_json, progress)
+    if not files:
+        raise click.UsageError("give FILES to analyse (or --db PATH with --all or --match ID)")
     wheres: deque[_Where] = deque()
 
     def tasks() -> Iterator[DealTask]:

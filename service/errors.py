@@ -37,6 +37,7 @@ __all__ = [
     "LEGAL_KEY",
     "RESUME_KEY",
     "STATUS",
+    "AnalysisTooBigError",
     "BadRequestError",
     "FellBehindError",
     "InvalidMatchError",
@@ -162,6 +163,12 @@ class QueryDeadlineError(QueryLimitError):
     code = "QUERY_DEADLINE"
 
 
+class AnalysisTooBigError(LimitError):
+    """An Analyse call asking for more search than one call may do (deals, budget)."""
+
+    code = "LIMIT_EXCEEDED"
+
+
 class UnauthenticatedError(KingrecError):
     code = "UNAUTHENTICATED"
 
@@ -193,6 +200,7 @@ STATUS: dict[type[Exception], grpc.StatusCode] = {
     # the service
     QueryBusyError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     QueryDeadlineError: grpc.StatusCode.DEADLINE_EXCEEDED,
+    AnalysisTooBigError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     BadRequestError: grpc.StatusCode.INVALID_ARGUMENT,
     UnreadableRecordError: grpc.StatusCode.INVALID_ARGUMENT,
     RefusedError: grpc.StatusCode.FAILED_PRECONDITION,

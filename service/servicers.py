@@ -15,6 +15,7 @@ from kingrec.container import MAGIC
 from kingrec.v1 import service_pb2 as svc
 
 from ._pb import service_pb2_grpc
+from .analysing import analyse_match
 from .errors import BadRequestError, NoStoreError, ShuttingDownError
 from .events import response
 from .live import Hub, LiveMatch
@@ -195,6 +196,16 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
     ) -> svc.GetMatchResponse:
         match = await get_stored(self._store("reading a stored match"), request.match_id)
         return svc.GetMatchResponse(match=match)
+
+    async def Analyse(self, request: svc.AnalyseRequest, context: Context) -> svc.AnalyseResponse:
+        source = request.WhichOneof("source")
+        if source is None:
+            raise BadRequestError("say what to analyse: a match_id or a record")
+        if source == "match_id":
+            match = await get_stored(self._store("analysing a stored match"), request.match_id)
+        else:
+            match = match_of_record(request.record)
+        return await analyse_match(match, request)
 
 
 def _listed(index: int, request: svc.ValidateStreamRequest) -> list[svc.ValidateStreamResponse]:

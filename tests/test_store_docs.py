@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DUCKDB_CLI = shutil.which("duckdb", path=str(Path(sys.executable).parent)) or shutil.which("duckdb")
 STORE_MD = ROOT / "docs" / "STORE.md"
 ORDER = ["matches", "players", "deals", "tricks", "plays", "findings", "damage", "records",
-         "cards", "kingrec_meta"]  # fmt: skip
+         "deal_par", "play_costs", "cards", "kingrec_meta"]  # fmt: skip
 
 
 def _kind(data_type: str) -> str:

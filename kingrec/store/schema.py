@@ -41,7 +41,8 @@ __all__ = [
 # as 52 bits; the views plays, tricks and deals show the columns of version 2.
 # 4: records are stored in pieces (records_base, RECORD_CHUNK bytes each) behind the view
 # records, which gives each record's bytes whole as before.
-SCHEMA_VERSION = 4
+# 5: the par analysis of stored deals (kingrec analyse --db): the tables deal_par, play_costs.
+SCHEMA_VERSION = 5
 
 # A record's bytes are stored in pieces of this many bytes, one row each. DuckDB writes a
 # transaction's rows straight into the file only a whole row group (122,880 rows) at a time,
@@ -254,6 +255,68 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
             "a piece of the record's bytes; the pieces in chunk order are the record",
         ),
     ],
+    "deal_par": [
+        ("match_key", "UBIGINT", "the match (matches.match_key)"),
+        ("deal", "USMALLINT", "the deal (deals.deal)"),
+        ("seat", "UTINYINT", "the seat whose par this is (0..3, in order of play)"),
+        ("contract", "contract", "the deal's contract, carried so questions need no join"),
+        ("declarer", "UTINYINT", "the deal's declarer"),
+        (
+            "from_play",
+            "UTINYINT",
+            "par is taken before this play (0: the start; 4 * (T - 1) for --from-trick T), "
+            "counting the units taken before it",
+        ),
+        (
+            "solved",
+            "BOOLEAN",
+            "the search finished within its budget; when false par is NULL, never a guess",
+        ),
+        (
+            "par",
+            "UTINYINT",
+            "the units the seat could make sure of with every hand known (NULL: unsolved)",
+        ),
+        (
+            "actual",
+            "UTINYINT",
+            "the units it took as played (NULL: the deal was not played out legally)",
+        ),
+        ("par_points", "INTEGER", "par times the contract's unit score"),
+        ("actual_points", "INTEGER", "actual times the contract's unit score"),
+        (
+            "costs_solved",
+            "BOOLEAN",
+            "every play of the deal from from_play on was priced (play_costs holds them all); "
+            "false: the budget ran out first, or only par was asked for (--par-only)",
+        ),
+        ("analysed_plays", "UTINYINT", "the recorded plays analysis could follow"),
+        (
+            "stop",
+            "VARCHAR",
+            "why analysis stops short of the recorded plays (an illegal play, a penalized "
+            "revoke, a deal that cannot be replayed), else NULL",
+        ),
+        ("nodes", "UBIGINT", "positions the deal's search visited (par and card costs)"),
+        ("search_ms", "DOUBLE", "milliseconds the deal's search took"),
+        ("budget_ms", "UINTEGER", "the time budget the deal had (0: none)"),
+        ("budget_nodes", "UBIGINT", "the node budget the deal had (0: none)"),
+        ("analysed_at", "TIMESTAMP", "when it was analysed (UTC)"),
+    ],
+    "play_costs": [
+        ("match_key", "UBIGINT", "the match (matches.match_key)"),
+        ("deal", "USMALLINT", "the deal"),
+        ("play", "UTINYINT", "the play (plays.play: 0-based in the deal)"),
+        ("trick", "UTINYINT", "1-based trick number"),
+        ("seat", "UTINYINT", "who played it"),
+        ("card", "UTINYINT", "the card played (cards.card)"),
+        ("contract", "contract", "the deal's contract, carried so questions need no join"),
+        ("before", "UTINYINT", "the seat's guarantee (units of the whole deal) before the card"),
+        ("after", "UTINYINT", "its guarantee after the card"),
+        ("cost_units", "UTINYINT", "units the card gave away (0: a best card)"),
+        ("cost_points", "INTEGER", "points the card gave away (>= 0)"),
+        ("best", "UTINYINT[]", "the legal cards that kept the guarantee (card codes)"),
+    ],
     "damage": [
         ("source", "VARCHAR", "the file"),
         ("frame", "UINTEGER", "the damaged frame (.krec), else NULL"),
@@ -288,6 +351,8 @@ TABLE_COMMENTS = {
     "plays_base": "The stored columns of plays (query the view plays).",
     "findings": "What kingrec validate reports about each stored record.",
     "records_base": "The stored pieces of each record's bytes (query the view records).",
+    "deal_par": "Each analysed deal's par and actual result per seat (kingrec analyse --db).",
+    "play_costs": "What each analysed play cost its player against par (kingrec analyse --db).",
     "damage": "Stretches of input files that held no readable record.",
     "cards": "The 52 card codes with their names.",
     "kingrec_meta": "The store's own facts: schema_version.",

@@ -27,6 +27,7 @@ class Stat:
     description: str
     sql: str
     bar: str | None = None  # the column charted beside the table
+    analysis: bool = False  # answered from deal_par / play_costs (kingrec analyse --db)
 
 
 VALID = "match_key IN (SELECT match_key FROM matches WHERE valid)"
@@ -38,6 +39,11 @@ DECLARER_SUITS = "[suits_0, suits_1, suits_2, suits_3][declarer + 1]"
 
 def _sql(text: str) -> str:
     return text.strip() + "\n"
+
+
+# The par questions count the deals analysed within their budget; each says how many were not.
+# A deal is one number, whatever its match: the key of a deal in deal_par and play_costs.
+_DEAL_ID = "match_key * 65536 + deal"
 
 
 _STATS = [
@@ -217,6 +223,90 @@ GROUP BY seat
 ORDER BY seat
 """),
         bar="wins",
+    ),
+    Stat(
+        "par-gap",
+        "Par: how far below par declarers finish",
+        "For each contract (and the trick the analysis started from), the declarer's points "
+        "against par — what the declarer could have made sure of with every hand known "
+        "(kingrec analyse --db fills it): how often the declarer finished below par and by "
+        "how much on average. Solved deals only; unsolved counts the deals past the budget.",
+        _sql(f"""
+SELECT contract,
+       from_play // 4 + 1 AS from_trick,
+       count(*) FILTER (WHERE solved AND actual IS NOT NULL) AS deals,
+       count(*) FILTER (WHERE NOT solved) AS unsolved,
+       count(*) FILTER (WHERE solved AND actual_points < par_points) AS below_par,
+       round(100.0 * count(*) FILTER (WHERE solved AND actual_points < par_points)
+             / nullif(count(*) FILTER (WHERE solved AND actual IS NOT NULL), 0), 1)
+           AS below_par_pct,
+       round(avg(par_points - actual_points) FILTER (WHERE solved), 1) AS avg_points_below
+FROM deal_par
+WHERE (seat = declarer OR seat IS NULL)
+  AND {VALID}
+GROUP BY contract, from_trick
+ORDER BY contract, from_trick
+"""),
+        bar="avg_points_below",
+        analysis=True,
+    ),
+    Stat(
+        "costly-cards",
+        "Par: the costliest cards per contract",
+        "The three cards that gave away the most points against par in each contract "
+        "(play_costs, from kingrec analyse --db), counted over the deals whose every play "
+        "was priced; unpriced says how many deals of the contract were not (past the "
+        "budget, or analysed with --par-only).",
+        _sql(f"""
+SELECT contract, card_name(card) AS card, costly_plays, points_given,
+       coalesce(unpriced, 0) AS unpriced
+FROM (
+    SELECT c.contract, c.card,
+           count(*) AS costly_plays,
+           sum(c.cost_points) AS points_given,
+           row_number() OVER (PARTITION BY c.contract
+                              ORDER BY sum(c.cost_points) DESC, c.card) AS place
+    FROM play_costs c
+    SEMI JOIN (SELECT match_key, deal FROM deal_par WHERE costs_solved) p
+        USING (match_key, deal)
+    WHERE c.cost_points > 0 AND c.{VALID}
+    GROUP BY c.contract, c.card
+) LEFT JOIN (
+    SELECT contract, count(DISTINCT {_DEAL_ID}) AS unpriced
+    FROM deal_par
+    WHERE NOT costs_solved AND {VALID}
+    GROUP BY contract
+) USING (contract)
+WHERE place <= 3
+ORDER BY contract, place
+"""),
+        bar="points_given",
+        analysis=True,
+    ),
+    Stat(
+        "rifki-keep",
+        "Par: could the rıfkı holder have kept the king?",
+        "Rıfkı deals by the trick the analysis started from: how often the seat dealt the "
+        "king of hearts could have made sure of not taking it (its par is 0), and how often "
+        "it took the king all the same. Solved deals only; unsolved counts the deals past "
+        "the budget.",
+        _sql("""
+SELECT from_play // 4 + 1 AS from_trick,
+       count(*) FILTER (WHERE p.solved) AS deals,
+       count(*) FILTER (WHERE NOT p.solved) AS unsolved,
+       count(*) FILTER (WHERE p.solved AND p.par = 0) AS could_keep,
+       round(100.0 * count(*) FILTER (WHERE p.solved AND p.par = 0)
+             / nullif(count(*) FILTER (WHERE p.solved), 0), 1) AS could_keep_pct,
+       count(*) FILTER (WHERE p.solved AND p.par = 0 AND p.actual > 0) AS took_it_anyway
+FROM deal_par p JOIN deals d USING (match_key, deal)
+WHERE p.contract = 'RIFKI'
+  AND list_contains([d.hand_0, d.hand_1, d.hand_2, d.hand_3][p.seat + 1], 37)
+  AND p.match_key IN (SELECT match_key FROM matches WHERE valid)
+GROUP BY from_trick
+ORDER BY from_trick
+"""),
+        bar="could_keep_pct",
+        analysis=True,
     ),
     Stat(
         "findings",

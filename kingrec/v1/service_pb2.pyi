@@ -1716,3 +1716,252 @@ class GetMatchResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetMatchResponse: _TypeAlias = GetMatchResponse  # noqa: Y015
+
+@_typing.final
+class AnalyseRequest(_message.Message):
+    """---------------------------------------------------------------------------
+    Par analysis
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RECORD_FIELD_NUMBER: _builtins.int
+    MATCH_ID_FIELD_NUMBER: _builtins.int
+    DEALS_FIELD_NUMBER: _builtins.int
+    SEATS_FIELD_NUMBER: _builtins.int
+    FROM_TRICK_FIELD_NUMBER: _builtins.int
+    PAR_ONLY_FIELD_NUMBER: _builtins.int
+    BUDGET_MS_FIELD_NUMBER: _builtins.int
+    BUDGET_NODES_FIELD_NUMBER: _builtins.int
+    match_id: _builtins.str
+    """a stored match (the first stored under that id)"""
+    from_trick: _builtins.int
+    """Analyse from the start of this trick (1..13; 0 is 1): par there, counting
+    the units taken before it, and the cards from there on. Later tricks solve
+    much faster: most whole deals do not solve within a second or two.
+    """
+    par_only: _builtins.bool
+    """par and actual only; do not price the cards"""
+    budget_ms: _builtins.int
+    """search time per deal (0: 2000; at most 10000)"""
+    budget_nodes: _builtins.int
+    """positions a deal's search may visit (0: no limit)"""
+    @_builtins.property
+    def record(self) -> Global___Record:
+        """a record of one match"""
+
+    @_builtins.property
+    def deals(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """deal numbers from 1; empty: every deal"""
+
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """seats 0..3; empty: all four"""
+
+    def __init__(
+        self,
+        *,
+        record: Global___Record | None = ...,
+        match_id: _builtins.str = ...,
+        deals: _abc.Iterable[_builtins.int] | None = ...,
+        seats: _abc.Iterable[_builtins.int] | None = ...,
+        from_trick: _builtins.int = ...,
+        par_only: _builtins.bool = ...,
+        budget_ms: _builtins.int = ...,
+        budget_nodes: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["match_id", b"match_id", "record", b"record", "source", b"source"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["budget_ms", b"budget_ms", "budget_nodes", b"budget_nodes", "deals", b"deals", "from_trick", b"from_trick", "match_id", b"match_id", "par_only", b"par_only", "record", b"record", "seats", b"seats", "source", b"source"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_source: _TypeAlias = _typing.Literal["record", "match_id"]  # noqa: Y015
+    _WhichOneofArgType_source: _TypeAlias = _typing.Literal["source", b"source"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_source) -> _WhichOneofReturnType_source | None: ...
+
+Global___AnalyseRequest: _TypeAlias = AnalyseRequest  # noqa: Y015
+
+@_typing.final
+class SeatPar(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    PAR_FIELD_NUMBER: _builtins.int
+    ACTUAL_FIELD_NUMBER: _builtins.int
+    PAR_POINTS_FIELD_NUMBER: _builtins.int
+    ACTUAL_POINTS_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    par: _builtins.int
+    """unset: unsolved (past the budget)"""
+    actual: _builtins.int
+    """unset: the deal was not played out legally"""
+    par_points: _builtins.int
+    """par times the contract's unit score"""
+    actual_points: _builtins.int
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        par: _builtins.int | None = ...,
+        actual: _builtins.int | None = ...,
+        par_points: _builtins.int | None = ...,
+        actual_points: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_actual", b"_actual", "_actual_points", b"_actual_points", "_par", b"_par", "_par_points", b"_par_points", "actual", b"actual", "actual_points", b"actual_points", "par", b"par", "par_points", b"par_points"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_actual", b"_actual", "_actual_points", b"_actual_points", "_par", b"_par", "_par_points", b"_par_points", "actual", b"actual", "actual_points", b"actual_points", "par", b"par", "par_points", b"par_points", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__actual: _TypeAlias = _typing.Literal["actual"]  # noqa: Y015
+    _WhichOneofArgType__actual: _TypeAlias = _typing.Literal["_actual", b"_actual"]  # noqa: Y015
+    _WhichOneofReturnType__actual_points: _TypeAlias = _typing.Literal["actual_points"]  # noqa: Y015
+    _WhichOneofArgType__actual_points: _TypeAlias = _typing.Literal["_actual_points", b"_actual_points"]  # noqa: Y015
+    _WhichOneofReturnType__par: _TypeAlias = _typing.Literal["par"]  # noqa: Y015
+    _WhichOneofArgType__par: _TypeAlias = _typing.Literal["_par", b"_par"]  # noqa: Y015
+    _WhichOneofReturnType__par_points: _TypeAlias = _typing.Literal["par_points"]  # noqa: Y015
+    _WhichOneofArgType__par_points: _TypeAlias = _typing.Literal["_par_points", b"_par_points"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__actual) -> _WhichOneofReturnType__actual | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__actual_points) -> _WhichOneofReturnType__actual_points | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__par) -> _WhichOneofReturnType__par | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__par_points) -> _WhichOneofReturnType__par_points | None: ...
+
+Global___SeatPar: _TypeAlias = SeatPar  # noqa: Y015
+
+@_typing.final
+class PlayCost(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAY_FIELD_NUMBER: _builtins.int
+    TRICK_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    CARD_FIELD_NUMBER: _builtins.int
+    BEFORE_FIELD_NUMBER: _builtins.int
+    AFTER_FIELD_NUMBER: _builtins.int
+    COST_UNITS_FIELD_NUMBER: _builtins.int
+    COST_POINTS_FIELD_NUMBER: _builtins.int
+    BEST_FIELD_NUMBER: _builtins.int
+    play: _builtins.int
+    """0-based index into the deal's plays"""
+    trick: _builtins.int
+    """1-based"""
+    seat: _builtins.int
+    card: _builtins.int
+    """card code"""
+    before: _builtins.int
+    """the seat's guarantee (units of the whole deal) before the card"""
+    after: _builtins.int
+    """and after it"""
+    cost_units: _builtins.int
+    """units given away (0: a best card)"""
+    cost_points: _builtins.int
+    """points given away (>= 0)"""
+    @_builtins.property
+    def best(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """the legal cards that kept the guarantee"""
+
+    def __init__(
+        self,
+        *,
+        play: _builtins.int = ...,
+        trick: _builtins.int = ...,
+        seat: _builtins.int = ...,
+        card: _builtins.int = ...,
+        before: _builtins.int = ...,
+        after: _builtins.int = ...,
+        cost_units: _builtins.int = ...,
+        cost_points: _builtins.int = ...,
+        best: _abc.Iterable[_builtins.int] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before", "best", b"best", "card", b"card", "cost_points", b"cost_points", "cost_units", b"cost_units", "play", b"play", "seat", b"seat", "trick", b"trick"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlayCost: _TypeAlias = PlayCost  # noqa: Y015
+
+@_typing.final
+class DealAnalysis(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DEAL_FIELD_NUMBER: _builtins.int
+    CONTRACT_FIELD_NUMBER: _builtins.int
+    DECLARER_FIELD_NUMBER: _builtins.int
+    FROM_PLAY_FIELD_NUMBER: _builtins.int
+    SOLVED_FIELD_NUMBER: _builtins.int
+    COSTS_SOLVED_FIELD_NUMBER: _builtins.int
+    STOP_FIELD_NUMBER: _builtins.int
+    ANALYSED_PLAYS_FIELD_NUMBER: _builtins.int
+    SEATS_FIELD_NUMBER: _builtins.int
+    PLAYS_FIELD_NUMBER: _builtins.int
+    NODES_FIELD_NUMBER: _builtins.int
+    SEARCH_MS_FIELD_NUMBER: _builtins.int
+    deal: _builtins.int
+    """1-based"""
+    contract: _record_pb2.Contract.ValueType
+    declarer: _builtins.int
+    from_play: _builtins.int
+    """par is taken before this play (0: the start)"""
+    solved: _builtins.bool
+    """par found within the budget"""
+    costs_solved: _builtins.bool
+    """every analysed play priced (false too for par_only)"""
+    stop: _builtins.str
+    """why analysis stops short of the recorded plays ("" if not)"""
+    analysed_plays: _builtins.int
+    nodes: _builtins.int
+    """positions searched"""
+    search_ms: _builtins.float
+    @_builtins.property
+    def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatPar]: ...
+    @_builtins.property
+    def plays(self) -> _containers.RepeatedCompositeFieldContainer[Global___PlayCost]:
+        """every priced play, from from_play on"""
+
+    def __init__(
+        self,
+        *,
+        deal: _builtins.int = ...,
+        contract: _record_pb2.Contract.ValueType = ...,
+        declarer: _builtins.int = ...,
+        from_play: _builtins.int = ...,
+        solved: _builtins.bool = ...,
+        costs_solved: _builtins.bool = ...,
+        stop: _builtins.str = ...,
+        analysed_plays: _builtins.int = ...,
+        seats: _abc.Iterable[Global___SeatPar] | None = ...,
+        plays: _abc.Iterable[Global___PlayCost] | None = ...,
+        nodes: _builtins.int = ...,
+        search_ms: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["analysed_plays", b"analysed_plays", "contract", b"contract", "costs_solved", b"costs_solved", "deal", b"deal", "declarer", b"declarer", "from_play", b"from_play", "nodes", b"nodes", "plays", b"plays", "search_ms", b"search_ms", "seats", b"seats", "solved", b"solved", "stop", b"stop"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DealAnalysis: _TypeAlias = DealAnalysis  # noqa: Y015
+
+@_typing.final
+class AnalyseResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DEALS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def deals(self) -> _containers.RepeatedCompositeFieldContainer[Global___DealAnalysis]:
+        """in deal order"""
+
+    def __init__(
+        self,
+        *,
+        deals: _abc.Iterable[Global___DealAnalysis] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deals", b"deals"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AnalyseResponse: _TypeAlias = AnalyseResponse  # noqa: Y015

@@ -79,6 +79,11 @@ class KingrecServiceStub:
                 request_serializer=kingrec_dot_v1_dot_service__pb2.GetMatchRequest.SerializeToString,
                 response_deserializer=kingrec_dot_v1_dot_service__pb2.GetMatchResponse.FromString,
                 _registered_method=True)
+        self.Analyse = channel.unary_unary(
+                '/kingrec.v1.KingrecService/Analyse',
+                request_serializer=kingrec_dot_v1_dot_service__pb2.AnalyseRequest.SerializeToString,
+                response_deserializer=kingrec_dot_v1_dot_service__pb2.AnalyseResponse.FromString,
+                _registered_method=True)
 
 
 class KingrecServiceServicer:
@@ -161,6 +166,20 @@ class KingrecServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Analyse(self, request, context):
+        """Par analysis (docs/ANALYSIS.md) of a record or a stored match: per deal and
+        seat, the units the seat could have made sure of with every hand known and
+        what it took, and what each analysed card cost its player. Each deal has a
+        search budget; a deal past it is answered unsolved (no par), never guessed.
+        The work of one call is bounded: at most 20 deals, a budget of at most
+        10,000 ms per deal and 20,000 ms for the call (deals times budget_ms);
+        past a bound the call is refused with RESOURCE_EXHAUSTED and the code
+        LIMIT_EXCEEDED before any search runs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KingrecServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -208,6 +227,11 @@ def add_KingrecServiceServicer_to_server(servicer, server):
                     servicer.GetMatch,
                     request_deserializer=kingrec_dot_v1_dot_service__pb2.GetMatchRequest.FromString,
                     response_serializer=kingrec_dot_v1_dot_service__pb2.GetMatchResponse.SerializeToString,
+            ),
+            'Analyse': grpc.unary_unary_rpc_method_handler(
+                    servicer.Analyse,
+                    request_deserializer=kingrec_dot_v1_dot_service__pb2.AnalyseRequest.FromString,
+                    response_serializer=kingrec_dot_v1_dot_service__pb2.AnalyseResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -453,6 +477,33 @@ class KingrecService:
             '/kingrec.v1.KingrecService/GetMatch',
             kingrec_dot_v1_dot_service__pb2.GetMatchRequest.SerializeToString,
             kingrec_dot_v1_dot_service__pb2.GetMatchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Analyse(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kingrec.v1.KingrecService/Analyse',
+            kingrec_dot_v1_dot_service__pb2.AnalyseRequest.SerializeToString,
+            kingrec_dot_v1_dot_service__pb2.AnalyseResponse.FromString,
             options,
             channel_credentials,
             insecure,

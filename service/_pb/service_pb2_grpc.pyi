@@ -137,6 +137,16 @@ class KingrecServiceStub:
     """List stored matches (or the live ones), a page at a time."""
     GetMatch: _grpc.UnaryUnaryMultiCallable[_service_pb2.GetMatchRequest, _service_pb2.GetMatchResponse]
     """One stored match, as stored."""
+    Analyse: _grpc.UnaryUnaryMultiCallable[_service_pb2.AnalyseRequest, _service_pb2.AnalyseResponse]
+    """Par analysis (docs/ANALYSIS.md) of a record or a stored match: per deal and
+    seat, the units the seat could have made sure of with every hand known and
+    what it took, and what each analysed card cost its player. Each deal has a
+    search budget; a deal past it is answered unsolved (no par), never guessed.
+    The work of one call is bounded: at most 20 deals, a budget of at most
+    10,000 ms per deal and 20,000 ms for the call (deals times budget_ms);
+    past a bound the call is refused with RESOURCE_EXHAUSTED and the code
+    LIMIT_EXCEEDED before any search runs.
+    """
 
 @_typing.type_check_only
 class KingrecServiceAsyncStub(KingrecServiceStub):
@@ -179,6 +189,16 @@ class KingrecServiceAsyncStub(KingrecServiceStub):
     """List stored matches (or the live ones), a page at a time."""
     GetMatch: _aio.UnaryUnaryMultiCallable[_service_pb2.GetMatchRequest, _service_pb2.GetMatchResponse]  # type: ignore[assignment]
     """One stored match, as stored."""
+    Analyse: _aio.UnaryUnaryMultiCallable[_service_pb2.AnalyseRequest, _service_pb2.AnalyseResponse]  # type: ignore[assignment]
+    """Par analysis (docs/ANALYSIS.md) of a record or a stored match: per deal and
+    seat, the units the seat could have made sure of with every hand known and
+    what it took, and what each analysed card cost its player. Each deal has a
+    search budget; a deal past it is answered unsolved (no par), never guessed.
+    The work of one call is bounded: at most 20 deals, a budget of at most
+    10,000 ms per deal and 20,000 ms for the call (deals times budget_ms);
+    past a bound the call is refused with RESOURCE_EXHAUSTED and the code
+    LIMIT_EXCEEDED before any search runs.
+    """
 
 class KingrecServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -272,5 +292,21 @@ class KingrecServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_service_pb2.GetMatchResponse, _abc.Awaitable[_service_pb2.GetMatchResponse]]:
         """One stored match, as stored."""
+
+    @_abc_1.abstractmethod
+    def Analyse(
+        self,
+        request: _service_pb2.AnalyseRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_service_pb2.AnalyseResponse, _abc.Awaitable[_service_pb2.AnalyseResponse]]:
+        """Par analysis (docs/ANALYSIS.md) of a record or a stored match: per deal and
+        seat, the units the seat could have made sure of with every hand known and
+        what it took, and what each analysed card cost its player. Each deal has a
+        search budget; a deal past it is answered unsolved (no par), never guessed.
+        The work of one call is bounded: at most 20 deals, a budget of at most
+        10,000 ms per deal and 20,000 ms for the call (deals times budget_ms);
+        past a bound the call is refused with RESOURCE_EXHAUSTED and the code
+        LIMIT_EXCEEDED before any search runs.
+        """
 
 def add_KingrecServiceServicer_to_server(servicer: KingrecServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -24,7 +24,7 @@ from kingrec.errors import KingrecError
 
 from ..live import Hub
 from ..storage import StoreGateway
-from . import live, matches, stats, validating
+from . import live, matches, par, stats, validating
 from .context import CONTEXT, Context
 from .errors import error_object, http_status
 
@@ -118,6 +118,7 @@ def create_app(hub: Hub, gateway: StoreGateway | None, cors: str | None = None) 
     app.on_response_prepare.append(_headers)
     app.add_routes([web.get("/", _index)])
     app.add_routes(matches.routes())
+    app.add_routes(par.routes())
     app.add_routes(live.routes())
     app.add_routes(validating.routes())
     app.add_routes(stats.routes())
