@@ -280,27 +280,16 @@ PIECE_FRAMES = 1024
 
 
 def pieces(
-    runs: Iterable[FrameRun | Damage], *, frames: int = PIECE_FRAMES, size: int | None = None
+    runs: Iterable[FrameRun | Damage], frames: int = PIECE_FRAMES
 ) -> Iterator[FrameRun | Damage]:
-    """The runs cut into pieces of at most ``frames`` frames (and, with ``size``, ending at
-    the first frame that brings a piece's payloads to ``size`` bytes); damage passes."""
+    """The runs cut into pieces of at most ``frames`` frames; damage passes through."""
     for run in runs:
-        if isinstance(run, Damage):
+        if isinstance(run, Damage) or len(run.payloads) <= frames:
             yield run
             continue
-        n = len(run.payloads)
-        if n <= frames and size is None:
-            yield run
-            continue
-        start = 0
-        while start < n:
-            stop, total = start, 0
-            while stop < n and stop - start < frames and (size is None or total < size):
-                total += len(run.payloads[stop])
-                stop += 1
-            stop = max(stop, start + 1)
+        for start in range(0, len(run.payloads), frames):
+            stop = start + frames
             yield FrameRun(run.first + start, run.offsets[start:stop], run.payloads[start:stop])
-            start = stop
 
 
 @dataclass(frozen=True)
