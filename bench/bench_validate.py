@@ -184,6 +184,22 @@ def measure_cli(
     return deals, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, summary
 
 
+def _burn(seconds: float) -> float:
+    """Spin for ``seconds`` of CPU time; the wall seconds it took."""
+    start, wall = time.process_time(), time.perf_counter()
+    while time.process_time() - start < seconds:
+        pass
+    return time.perf_counter() - wall
+
+
+def free_cores(jobs: int) -> float:
+    """About how many cores are free now: ``jobs`` processes each burn 0.5 s of CPU time;
+    CPU seconds over the wall seconds the slowest took (``jobs`` on an idle machine)."""
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        walls = pool.map(_burn, [0.5] * jobs)
+    return 0.5 * jobs / max(walls)
+
+
 def measure_jobs(path: Path, jobs: int, repeat: int) -> None:
     """``kingrec validate --jobs 1`` against ``--jobs N`` on one file, runs interleaved.
 
@@ -191,6 +207,7 @@ def measure_jobs(path: Path, jobs: int, repeat: int) -> None:
     ratio means something only with N cores free), and the ratios of the medians.
     """
     print(f"file: {path} ({path.stat().st_size / 1e6:.0f} MB); load: {os.getloadavg()}")
+    print(f"  free cores before (CPU burn in {jobs} processes): {free_cores(jobs):.2f}")
     times: dict[int, list[tuple[float, float]]] = {1: [], jobs: []}
     summaries = set()
     for _ in range(repeat):
@@ -206,7 +223,7 @@ def measure_jobs(path: Path, jobs: int, repeat: int) -> None:
 
     wall1, cpu1 = (median([t[i] for t in times[1]]) for i in (0, 1))
     walln, cpun = (median([t[i] for t in times[jobs]]) for i in (0, 1))
-    print(f"  load after: {os.getloadavg()}")
+    print(f"  load after: {os.getloadavg()}; free cores after: {free_cores(jobs):.2f}")
     print(f"  median --jobs 1: {wall1:.2f} s wall, {cpu1:.2f} s CPU")
     print(f"  median --jobs {jobs}: {walln:.2f} s wall, {cpun:.2f} s CPU")
     print(f"  speed-up by wall time: {wall1 / walln:.2f}x (target >= 1.8x on 2 free cores)")

@@ -22,6 +22,7 @@ they end themselves if this process disappears (``kingrec.simrun``'s convention)
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.pool
 import os
@@ -98,6 +99,11 @@ def _twins_named(name: str) -> _twins.Twins:
     return _twins.COMPILED
 
 
+# A worker's one read buffer, reused span after span (a fresh one each time costs a tenth of
+# the checking in page faults).
+_buffer = bytearray()
+
+
 def _judge_span(
     path: str, ident: tuple[int, int], name: str, span: _Span, counted: bool, twins_name: str
 ) -> _Judged:
@@ -107,9 +113,15 @@ def _judge_span(
         info = os.fstat(f.fileno())
         if (info.st_dev, info.st_ino) != ident:
             return None  # not the file the parent opened: it reads the rest itself
-        buf = os.pread(f.fileno(), span.stop - span.start, span.start)
-    payloads, offsets, end = twins.frames.scan_frames(buf, 0, len(buf), MAX_FRAME_BYTES)
-    if end != span.stop - span.start:
+        size = span.stop - span.start
+        if len(_buffer) < size:
+            _buffer.extend(bytes(size - len(_buffer)))
+        with memoryview(_buffer) as view, view[:size] as room:
+            got = os.preadv(f.fileno(), [room], span.start)
+    if got != size:
+        return None  # the file is shorter than it was: the reader will say what is left
+    payloads, offsets, end = twins.frames.scan_frames(_buffer, 0, size, MAX_FRAME_BYTES)
+    if end != size:
         return None  # damage (or a file that changed under us): the reader will say what
     run = FrameRun(span.first, [span.start + at for at in offsets], payloads)
     out: list[_Piece] = []
@@ -247,10 +259,24 @@ class JudgePool:
     ) -> Iterator[Verdict]:
         """``kingrec.fastcheck.validate_runs`` of a .krec file (``can_split``), stage one in
         the workers: the same items, in the same order."""
-        with open(records.name, "rb") as f:
-            info = os.fstat(f.fileno())
+        try:
+            f = open(records.name, "rb")  # noqa: SIM115 - closed below
+        except OSError:  # no longer openable by its name: the open file is judged here
+            f = None
+        with f or contextlib.nullcontext():
+            ident = None
+            if f is not None:
+                info = os.fstat(f.fileno())
+                ident = (info.st_dev, info.st_ino)
+            if f is None or ident is None or ident != records.identity():
+                # Gone, or the name stands for another file now: the open one, judged here.
+                runs = records.raw_frame_runs()
+                yield from validate_runs(
+                    runs, records.name, count_clean=count_clean, twins=self.twins, seen=seen
+                )
+                return
             check_file_header(f, records.name)
-            yield from self._validate(f, (info.st_dev, info.st_ino), records, count_clean, seen)
+            yield from self._validate(f, ident, records, count_clean, seen)
 
     def _validate(
         self,

@@ -136,6 +136,14 @@ class RecordFile:
             raise RecordFileError(f"{self.name}: raw frames need a .krec file, not JSON Lines")
         yield from located_runs(container.read_frame_runs(self._stream), self.name)
 
+    def identity(self) -> tuple[int, int] | None:
+        """``(st_dev, st_ino)`` of the open file, None for a stream without one."""
+        try:
+            info = os.fstat(self._counter.inner.fileno())
+        except (AttributeError, OSError, ValueError):
+            return None
+        return (info.st_dev, info.st_ino)
+
     def note_read(self, upto: int) -> None:
         """The file has been read up to byte ``upto`` by other means (``kingrec.judges``):
         ``bytes_read`` says so, for progress bars."""

@@ -187,6 +187,27 @@ def test_the_workers_judge_the_spans_of_a_sound_file(files: dict[str, Path], thr
     ]
 
 
+@pytest.mark.parametrize("change", ["replaced", "removed"])
+def test_a_file_replaced_or_removed_after_it_was_opened_is_judged_as_opened(
+    files: dict[str, Path], tmp_path: Path, change: str
+) -> None:
+    """The workers read the file by its name: when the name has come to stand for another
+    file (or none) since it was opened, the open file is judged here, as by one job."""
+    path = tmp_path / "swapped.krec"
+    shutil.copy(files["invalid among valid"], path)
+    with open_records(str(path)) as records:
+        serial = list(validate_records(records, seen=set()))
+    with JudgePool(2, chunk_bytes=3000) as pool, open_records(str(path)) as records:
+        if change == "replaced":
+            shutil.copy(files["big"], tmp_path / "other.krec")
+            os.replace(tmp_path / "other.krec", path)
+        else:
+            path.unlink()
+        parallel = list(validate_records(records, seen=set(), pool=pool))
+    assert parallel == serial
+    assert any(not getattr(item, "valid", True) for item in serial)
+
+
 def test_standard_input_is_judged_in_the_main_process_with_the_same_report(
     files: dict[str, Path],
 ) -> None:
