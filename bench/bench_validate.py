@@ -184,20 +184,22 @@ def measure_cli(
     return deals, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, summary
 
 
-def _burn(seconds: float) -> float:
-    """Spin for ``seconds`` of CPU time; the wall seconds it took."""
-    start, wall = time.process_time(), time.perf_counter()
-    while time.process_time() - start < seconds:
-        pass
-    return time.perf_counter() - wall
+def _burn(loops: int) -> float:
+    """A fixed piece of pure CPU work; the wall seconds it took."""
+    start, x = time.perf_counter(), 0
+    for i in range(loops):
+        x += i * i
+    return time.perf_counter() - start
 
 
-def free_cores(jobs: int) -> float:
-    """About how many cores are free now: ``jobs`` processes each burn 0.5 s of CPU time;
-    CPU seconds over the wall seconds the slowest took (``jobs`` on an idle machine)."""
+def parallel_ceiling(jobs: int, loops: int = 5_000_000) -> float:
+    """The speed-up a perfectly parallel job gets on this machine now: the same fixed work
+    once alone, then in each of ``jobs`` processes at once (``jobs`` on idle, unshared
+    cores; less when other work or the host takes some)."""
+    alone = _burn(loops)
     with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        walls = pool.map(_burn, [0.5] * jobs)
-    return 0.5 * jobs / max(walls)
+        together = pool.map(_burn, [loops] * jobs)
+    return jobs * alone / max(together)
 
 
 def measure_jobs(path: Path, jobs: int, repeat: int) -> None:
@@ -207,7 +209,8 @@ def measure_jobs(path: Path, jobs: int, repeat: int) -> None:
     ratio means something only with N cores free), and the ratios of the medians.
     """
     print(f"file: {path} ({path.stat().st_size / 1e6:.0f} MB); load: {os.getloadavg()}")
-    print(f"  free cores before (CPU burn in {jobs} processes): {free_cores(jobs):.2f}")
+    ceiling = parallel_ceiling(jobs)
+    print(f"  a perfectly parallel job's speed-up here now, before: {ceiling:.2f}x")
     times: dict[int, list[tuple[float, float]]] = {1: [], jobs: []}
     summaries = set()
     for _ in range(repeat):
@@ -223,7 +226,7 @@ def measure_jobs(path: Path, jobs: int, repeat: int) -> None:
 
     wall1, cpu1 = (median([t[i] for t in times[1]]) for i in (0, 1))
     walln, cpun = (median([t[i] for t in times[jobs]]) for i in (0, 1))
-    print(f"  load after: {os.getloadavg()}; free cores after: {free_cores(jobs):.2f}")
+    print(f"  load after: {os.getloadavg()}; parallel ceiling after: {parallel_ceiling(jobs):.2f}x")
     print(f"  median --jobs 1: {wall1:.2f} s wall, {cpu1:.2f} s CPU")
     print(f"  median --jobs {jobs}: {walln:.2f} s wall, {cpun:.2f} s CPU")
     print(f"  speed-up by wall time: {wall1 / walln:.2f}x (target >= 1.8x on 2 free cores)")
