@@ -11,6 +11,8 @@ one run measures, over every deal of the file:
 * ``kingrec validate FILE`` end to end as a subprocess: wall and CPU time (user + system,
   from ``wait4``), deals/s by each and peak RSS,
   also on a file a tenth the size, to show memory does not grow with the file;
+* ``kingrec validate --jobs 2`` (``--validate-jobs``) on the file: wall and CPU time of all
+  its processes (``--only-jobs`` measures only this against ``--jobs 1``, runs interleaved);
 * ``KINGREC_PURE_PYTHON=1 kingrec validate`` on that tenth: the pure-Python validator's
   throughput end to end (every check, not only the replay).
 
@@ -151,15 +153,19 @@ def measure_fast_path(path: Path) -> tuple[int, int, float, float]:
     return matches, deals, seconds, cpu
 
 
-def measure_cli(path: Path, *, pure: bool = False) -> tuple[int, float, float, int, str]:
+def measure_cli(
+    path: Path, *, pure: bool = False, jobs: int = 1
+) -> tuple[int, float, float, int, str]:
     """(deals, wall s, CPU s, peak RSS in KiB, summary line) of ``kingrec validate``.
 
-    ``pure`` runs it on the pure-Python reference (``KINGREC_PURE_PYTHON=1``).
+    ``pure`` runs it on the pure-Python reference (``KINGREC_PURE_PYTHON=1``); ``jobs`` is
+    its ``--jobs`` (the CPU time then includes the workers', which it waits for).
     """
     # The console script, as a user runs it: ``python -m kingrec`` from a checkout would find
     # the source folder first, without the compiled twins of an editable install built
     # elsewhere, and time the pure-Python path.
-    command = [str(Path(sys.executable).parent / "kingrec"), "validate", "--no-progress", str(path)]
+    command = [str(Path(sys.executable).parent / "kingrec"), "validate", "--no-progress"]
+    command += ["--jobs", str(jobs), str(path)]
     env = {k: v for k, v in os.environ.items() if k != "KINGREC_PURE_PYTHON"}
     if pure:
         env["KINGREC_PURE_PYTHON"] = "1"
@@ -180,6 +186,56 @@ def measure_cli(path: Path, *, pure: bool = False) -> tuple[int, float, float, i
     return deals, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, summary
 
 
+def _burn(loops: int) -> float:
+    """A fixed piece of pure CPU work; the wall seconds it took."""
+    start, x = time.perf_counter(), 0
+    for i in range(loops):
+        x += i * i
+    return time.perf_counter() - start
+
+
+def parallel_ceiling(jobs: int, loops: int = 5_000_000) -> float:
+    """The speed-up a perfectly parallel job gets on this machine now: the same fixed work
+    once alone, then in each of ``jobs`` processes at once (``jobs`` on idle, unshared
+    cores; less when other work or the host takes some)."""
+    alone = _burn(loops)
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        together = pool.map(_burn, [loops] * jobs)
+    return jobs * alone / max(together)
+
+
+def measure_jobs(path: Path, jobs: int, repeat: int) -> None:
+    """``kingrec validate --jobs 1`` against ``--jobs N`` on one file, runs interleaved.
+
+    Prints each run's wall and CPU seconds, the machine's load before and after (the wall
+    ratio means something only with N cores free), and the ratios of the medians.
+    """
+    print(f"file: {path} ({path.stat().st_size / 1e6:.0f} MB); load: {os.getloadavg()}")
+    ceiling = parallel_ceiling(jobs)
+    print(f"  a perfectly parallel job's speed-up here now, before: {ceiling:.2f}x")
+    times: dict[int, list[tuple[float, float]]] = {1: [], jobs: []}
+    summaries = set()
+    for _ in range(repeat):
+        for n in (1, jobs):
+            _, wall, cpu, _, summary = measure_cli(path, jobs=n)
+            times[n].append((wall, cpu))
+            summaries.add(summary)
+            print(f"  --jobs {n}: {wall:6.2f} s wall, {cpu:6.2f} s CPU", flush=True)
+    assert len(summaries) == 1, summaries  # the same report whatever the number of jobs
+
+    def median(values: list[float]) -> float:
+        return sorted(values)[len(values) // 2]
+
+    wall1, cpu1 = (median([t[i] for t in times[1]]) for i in (0, 1))
+    walln, cpun = (median([t[i] for t in times[jobs]]) for i in (0, 1))
+    print(f"  load after: {os.getloadavg()}; parallel ceiling after: {parallel_ceiling(jobs):.2f}x")
+    print(f"  median --jobs 1: {wall1:.2f} s wall, {cpu1:.2f} s CPU")
+    print(f"  median --jobs {jobs}: {walln:.2f} s wall, {cpun:.2f} s CPU")
+    print(f"  speed-up by wall time: {wall1 / walln:.2f}x (target >= 1.8x on 2 free cores)")
+    print(f"  CPU time of --jobs {jobs} over --jobs 1: {cpun / cpu1:.2f}x (the cost of splitting)")
+    print(f"  {summaries.pop()}")
+
+
 # -- the report -------------------------------------------------------------------------
 
 
@@ -196,9 +252,24 @@ def main() -> None:
     parser.add_argument(
         "--jobs", type=int, default=os.cpu_count() or 1, help="processes for the simulation"
     )
+    parser.add_argument(
+        "--file", type=Path, help="an existing classic .krec file of --matches matches to use"
+    )
+    parser.add_argument(
+        "--only-jobs",
+        action="store_true",
+        help="measure only kingrec validate --jobs 1 against --jobs N (N: --validate-jobs)",
+    )
+    parser.add_argument(
+        "--validate-jobs", type=int, default=2, help="the N of kingrec validate --jobs N"
+    )
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each, for --only-jobs")
     args = parser.parse_args()
 
-    path = OUT / f"classic-{args.matches}.krec"
+    path = args.file or OUT / f"classic-{args.matches}.krec"
+    if args.only_jobs:
+        measure_jobs(path, args.validate_jobs, args.repeat)
+        return
     ensure_file(path, args.matches, args.jobs)
     small_n = max(1, args.matches // 10)
     small = OUT / f"classic-{args.matches}-first-{small_n}.krec"
@@ -213,6 +284,8 @@ def main() -> None:
     print("running kingrec validate…", flush=True)
     cli_deals, cli_seconds, cli_cpu, cli_rss, summary = measure_cli(path)
     _, small_seconds, _, small_rss, _ = measure_cli(small)
+    print(f"running kingrec validate --jobs {args.validate_jobs}…", flush=True)
+    jobs_deals, jobs_seconds, jobs_cpu, _, _ = measure_cli(path, jobs=args.validate_jobs)
     print(f"running KINGREC_PURE_PYTHON=1 kingrec validate on {small_n} matches…", flush=True)
     pure_deals, pure_seconds, pure_cpu, pure_rss, _ = measure_cli(small, pure=True)
     children_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -245,6 +318,15 @@ def main() -> None:
     )
     rows.append(
         (
+            f"kingrec validate --jobs {args.validate_jobs} ({jobs_seconds:.2f} s wall, "
+            f"{jobs_cpu:.2f} s CPU, all processes)",
+            jobs_deals,
+            jobs_seconds,
+            jobs_cpu,
+        )
+    )
+    rows.append(
+        (
             f"kingrec validate, pure Python, {small_n} matches ({pure_cpu:.1f} s CPU)",
             pure_deals,
             pure_seconds,
@@ -270,6 +352,10 @@ def main() -> None:
     print(
         "  kingrec validate, compiled vs pure Python end to end (CPU time): "
         f"{cli_rate / pure_rate:.1f}x"
+    )
+    print(
+        f"  kingrec validate --jobs {args.validate_jobs} vs --jobs 1 by wall time: "
+        f"{cli_seconds / jobs_seconds:.2f}x (load average {os.getloadavg()[0]:.1f})"
     )
     print()
     checks = [

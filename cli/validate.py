@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,6 +14,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeR
 
 from kingrec.findings import CleanMatches, MatchReport, Severity
 from kingrec.jsonl import report_line
+from kingrec.judges import DEFAULT_CHUNK_BYTES, JudgePool
 from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.records import Damage, RecordFile, open_records
 from kingrec.validation import validate_records
@@ -50,11 +53,15 @@ class Choices:
 
 
 def _reports(
-    records: RecordFile, progress: Progress, show_all: bool, seen: set[int]
+    records: RecordFile,
+    progress: Progress,
+    show_all: bool,
+    seen: set[int],
+    pool: JudgePool | None,
 ) -> Iterator[MatchReport | Damage | CleanMatches]:
     task = progress.add_task(records.name, total=records.size)
     shown = 0
-    for item in validate_records(records, count_clean=not show_all, seen=seen):
+    for item in validate_records(records, count_clean=not show_all, seen=seen, pool=pool):
         yield item
         # Only when more was read (a MiB at a time): a hostile MiB can hold 65,536 items.
         if records.bytes_read != shown:
@@ -69,6 +76,7 @@ EXAMPLES = [
     ("kingrec validate -q matches/", "only what is wrong, and the summary"),
     ("kingrec validate --json a.krec | jq .", "a machine report, one object per line"),
     ("producer | kingrec validate -", "records on standard input"),
+    ("kingrec validate -j 0 big.krec", "on every CPU; the report is the same"),
 ]
 
 
@@ -100,8 +108,30 @@ EXAMPLES = [
     default=None,
     help="Show a progress bar on standard error (default: when it is a terminal).",
 )
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Worker processes judging .krec records (0: one per CPU). The report and the exit "
+    "status do not depend on it; JSON records are judged in the main process.",
+)
+@click.option(
+    "--chunk-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_CHUNK_BYTES,
+    hidden=True,  # for tests: small chunks put split points everywhere in a small file
+    help="Payload bytes of .krec frames sent to a worker at a time.",
+)
 def validate(
-    files: tuple[str, ...], as_json: bool, show_all: bool, quiet: bool, progress: bool | None
+    files: tuple[str, ...],
+    as_json: bool,
+    show_all: bool,
+    quiet: bool,
+    progress: bool | None,
+    jobs: int,
+    chunk_bytes: int,
 ) -> None:
     """Check that every record in FILES is a legal, complete King match.
 
@@ -112,6 +142,7 @@ def validate(
     whose first object is no match is skipped and named); - reads standard input.
     A file that cannot be read is reported and the others are still checked. A record
     seen before in the run, in the same file or another, gets a DUPLICATE_RECORD warning.
+    With --jobs, .krec records are judged on several cores; the report is the same.
 
     Frames are numbered from 1 in the report lines, as `kingrec show --index` counts;
     the --json report keeps the format's frame index, which counts from 0.
@@ -122,8 +153,13 @@ def validate(
     choices = Choices(as_json, show_all, quiet)
     tally = Tally()
     seen: set[int] = set()  # every record judged in this run: a repeat in any file is a warning
+    jobs = jobs or os.cpu_count() or 1
+    pool = JudgePool(jobs, chunk_bytes=chunk_bytes) if jobs > 1 else None
     columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
-    with term.progress(*columns, TimeRemainingColumn(), show=term.wants_bar(progress)) as bar:
+    with (
+        pool or contextlib.nullcontext(),
+        term.progress(*columns, TimeRemainingColumn(), show=term.wants_bar(progress)) as bar,
+    ):
         for path in record_paths(files):
             if isinstance(path, PathProblem):
                 tally.unreadable += 1
@@ -136,7 +172,7 @@ def validate(
             try:
                 with user_errors(), open_records(path) as records:
                     tally.files += 1
-                    for item in _reports(records, bar, show_all, seen):
+                    for item in _reports(records, bar, show_all, seen, pool):
                         _emit(term, item, tally, choices)
             except Failed as exc:
                 tally.unreadable += 1

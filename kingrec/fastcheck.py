@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import islice
 from types import ModuleType
 from typing import Protocol, cast
@@ -31,12 +32,20 @@ from .validator import validate_match
 __all__ = [
     "BATCH",
     "COMPILED",
+    "PIECE_FRAMES",
+    "JudgedRun",
     "check_payload",
     "check_payloads",
     "checker_of",
     "content_key_of",
+    "judge_frames",
     "judge_payload",
+    "judge_run",
     "note_duplicate",
+    "pieces",
+    "run_locations",
+    "settle_frames",
+    "settle_run",
     "validate_frames",
     "validate_payload",
     "validate_payloads",
@@ -213,6 +222,32 @@ def note_duplicate(item: MatchReport | Damage, key: int, seen: set[int]) -> Matc
     return item
 
 
+def judge_frames(
+    payloads: Sequence[bytes],
+    locations: Sequence[Location],
+    *,
+    twins: _twins.Twins | None = None,
+) -> list[tuple[MatchReport | Damage, int]]:
+    """Each serialized Match's report with its content key: the part of judging frames
+    that needs no knowledge of the rest of the run (the duplicate set), so a worker process
+    can do it. The clean ones are found in one compiled call per ``BATCH``."""
+    checker = checker_of(twins)
+    engine = (twins or _twins.ACTIVE).engine
+    key_of = content_key_of(twins)
+    out: list[tuple[MatchReport | Damage, int]] = []
+    for start in range(0, len(payloads), BATCH):
+        chunk = payloads[start : start + BATCH]
+        verdicts = checker.check_batch(chunk) if checker is not None else [None] * len(chunk)
+        for i, verdict in enumerate(verdicts, start):
+            report = (
+                _clean_report(verdict, locations[i])
+                if verdict is not None
+                else judge_payload(payloads[i], locations[i], engine)
+            )
+            out.append((report, key_of(payloads[i])))
+    return out
+
+
 def validate_frames(
     frames: Iterable[tuple[Location, bytes] | Damage],
     batch: int = BATCH,
@@ -226,28 +261,121 @@ def validate_frames(
     of the records judged so far (share one set across files); a record seen before gets a
     DUPLICATE_RECORD warning.
     """
-    checker = checker_of(twins)
-    engine = (twins or _twins.ACTIVE).engine
-    key_of = content_key_of(twins)
     seen = set() if seen is None else seen
     items = iter(frames)
     while chunk := list(islice(items, batch)):
-        payloads = [item[1] for item in chunk if not isinstance(item, Damage)]
-        verdicts: Iterator[_Verdict] = iter(
-            checker.check_batch(payloads) if checker is not None else [None] * len(payloads)
-        )
+        sound = [item for item in chunk if not isinstance(item, Damage)]
+        judged = iter(judge_frames([f[1] for f in sound], [f[0] for f in sound], twins=twins))
         for item in chunk:
             if isinstance(item, Damage):
                 yield item
                 continue
-            location, payload = item
-            verdict = next(verdicts)
-            report = (
-                _clean_report(verdict, location)
-                if verdict is not None
-                else judge_payload(payload, location, engine)
-            )
-            yield note_duplicate(report, key_of(payload), seen)
+            report, key = next(judged)
+            yield note_duplicate(report, key, seen)
+
+
+# Most frames judged at once from one run: the reports of a run are made together, and a
+# hostile MiB can hold 65,536 empty frames, whose reports would be a hundred megabytes.
+PIECE_FRAMES = 1024
+
+
+def pieces(
+    runs: Iterable[FrameRun | Damage], frames: int = PIECE_FRAMES
+) -> Iterator[FrameRun | Damage]:
+    """The runs cut into pieces of at most ``frames`` frames; damage passes through."""
+    for run in runs:
+        if isinstance(run, Damage) or len(run.payloads) <= frames:
+            yield run
+            continue
+        for start in range(0, len(run.payloads), frames):
+            stop = start + frames
+            yield FrameRun(run.first + start, run.offsets[start:stop], run.payloads[start:stop])
+
+
+@dataclass(frozen=True)
+class JudgedRun:
+    """A run of frames judged as far as it can be without the run-wide duplicate set (so a
+    worker process can do it): the compiled checker's count of the clean ones with their
+    keys, and the others judged by the reference, each with its key."""
+
+    clean: int
+    deals: int
+    dirty: list[int]  # indices in the run of the records the checker did not vouch for
+    keys: bytes  # the clean ones' content keys, packed uint64s, in run order
+    reports: list[tuple[MatchReport | Damage, int]]  # the dirty ones' reports and keys
+
+
+def judge_run(run: FrameRun, name: str, *, twins: _twins.Twins | None = None) -> JudgedRun:
+    """Stage one of ``validate_runs`` with the compiled checker, for one run of file ``name``."""
+    checker = checker_of(twins)
+    assert checker is not None, "judge_run needs the compiled checker"
+    engine = (twins or _twins.ACTIVE).engine
+    key_of = content_key_of(twins)
+    payloads, first, offsets = run.payloads, run.first, run.offsets
+    clean, deals, dirty, keys = checker.check_run(payloads)
+    reports = [
+        (
+            judge_payload(payloads[i], Location(name, first + i, offsets[i]), engine),
+            key_of(payloads[i]),
+        )
+        for i in dirty
+    ]
+    return JudgedRun(clean, deals, list(dirty), keys, reports)
+
+
+def settle_run(
+    judged: JudgedRun,
+    first: int,
+    offsets: Sequence[int],
+    payloads: Sequence[bytes],
+    name: str,
+    seen: set[int],
+    *,
+    twins: _twins.Twins | None = None,
+) -> Iterator[MatchReport | CleanMatches | Damage]:
+    """Stage two: the run's items in file order against the run-wide duplicate set ``seen``.
+
+    The clean matches come as one ``CleanMatches`` (before the run's other reports); a clean
+    one seen before is judged here, from its bytes in ``payloads`` (only those are read), and
+    reported with its DUPLICATE_RECORD warning.
+    """
+    engine = (twins or _twins.ACTIVE).engine
+    key_of = content_key_of(twins)
+    clean, deals = judged.clean, judged.deals
+    dirty = dict(zip(judged.dirty, judged.reports, strict=True))
+    clean_indices = (i for i in range(len(offsets)) if i not in dirty)
+    repeats: dict[int, MatchReport | Damage] = {}  # clean ones seen before, judged now
+    for i, key in zip(clean_indices, memoryview(judged.keys).cast("Q"), strict=True):
+        if key in seen:  # a repeat: reported one by one, with its warning
+            location = Location(name, first + i, offsets[i])
+            report = judge_payload(payloads[i], location, engine)
+            report = note_duplicate(report, key_of(payloads[i]), seen)
+            if isinstance(report, MatchReport):
+                clean, deals = clean - 1, deals - report.deals
+            repeats[i] = report
+        else:
+            seen.add(key)
+    if clean:
+        yield CleanMatches(clean, deals)
+    for i in sorted((*dirty, *repeats)):
+        if i in repeats:
+            yield repeats.pop(i)
+            continue
+        report, key = dirty.pop(i)
+        yield note_duplicate(report, key, seen)
+
+
+def settle_frames(
+    judged: list[tuple[MatchReport | Damage, int]], seen: set[int]
+) -> Iterator[MatchReport | Damage]:
+    """Stage two of ``judge_frames``: each report, in order, against the duplicate set."""
+    for report, key in judged:
+        yield note_duplicate(report, key, seen)
+
+
+def run_locations(run: FrameRun, name: str) -> list[Location]:
+    """The location of each frame of a run of file ``name``."""
+    return [Location(name, i, at) for i, at in enumerate(run.offsets, run.first)]
 
 
 def validate_runs(
@@ -263,54 +391,21 @@ def validate_runs(
     With ``count_clean`` the matches the compiled checker vouches for come as one
     ``CleanMatches`` per run (before that run's other reports) instead of one empty report
     each: nothing is made per clean match. ``seen`` as for ``validate_frames``.
+
+    Each run is judged in two stages, ``judge_run``/``judge_frames`` (independent of the
+    rest of the run) then ``settle_run``/``settle_frames`` (the duplicate set, in order):
+    ``kingrec.judges`` does the first stage in worker processes with the same result.
     """
-    checker = checker_of(twins)
-    if checker is None or not count_clean:
-        frames = _frames(runs, name)
-        yield from validate_frames(frames, BATCH, twins=twins, seen=seen)
-        return
-    engine = (twins or _twins.ACTIVE).engine
-    key_of = content_key_of(twins)
     seen = set() if seen is None else seen
-    for run in runs:
+    counted = count_clean and checker_of(twins) is not None
+    for run in pieces(runs):
         if isinstance(run, Damage):
             yield run
-            continue
-        payloads, first, offsets = run.payloads, run.first, run.offsets
-        clean, deals, dirty, keys = checker.check_run(payloads)
-        judged = set(dirty)
-        clean_indices = (i for i in range(len(payloads)) if i not in judged)
-        repeats: dict[int, MatchReport | Damage] = {}  # clean ones seen before, judged now
-        for i, key in zip(clean_indices, memoryview(keys).cast("Q"), strict=True):
-            if key in seen:  # a repeat: reported one by one, with its warning
-                location = Location(name, first + i, offsets[i])
-                report = judge_payload(payloads[i], location, engine)
-                report = note_duplicate(report, key_of(payloads[i]), seen)
-                if isinstance(report, MatchReport):
-                    clean, deals = clean - 1, deals - report.deals
-                repeats[i] = report
-            else:
-                seen.add(key)
-        if clean:
-            yield CleanMatches(clean, deals)
-        # The other reports one at a time, in file order: a run of a MiB can hold 65,536
-        # empty frames, and their reports together would be a hundred megabytes.
-        for i in sorted((*dirty, *repeats)):
-            if i in repeats:
-                yield repeats.pop(i)
-                continue
-            location = Location(name, first + i, offsets[i])
-            yield note_duplicate(
-                judge_payload(payloads[i], location, engine), key_of(payloads[i]), seen
+        elif counted:
+            judgement = judge_run(run, name, twins=twins)
+            yield from settle_run(
+                judgement, run.first, run.offsets, run.payloads, name, seen, twins=twins
             )
-
-
-def _frames(
-    runs: Iterable[FrameRun | Damage], name: str
-) -> Iterator[tuple[Location, bytes] | Damage]:
-    for run in runs:
-        if isinstance(run, Damage):
-            yield run
         else:
-            places = enumerate(run.offsets, run.first)
-            yield from zip([Location(name, i, at) for i, at in places], run.payloads, strict=True)
+            judged = judge_frames(run.payloads, run_locations(run, name), twins=twins)
+            yield from settle_frames(judged, seen)

@@ -29,6 +29,7 @@ __all__ = [
     "RecordFile",
     "RecordFileError",
     "decode_frame",
+    "located_runs",
     "open_records",
     "read_records",
 ]
@@ -133,12 +134,20 @@ class RecordFile:
         """
         if self.format != "krec":
             raise RecordFileError(f"{self.name}: raw frames need a .krec file, not JSON Lines")
-        for run in container.read_frame_runs(self._stream):
-            if isinstance(run, container.FrameDamage):
-                code = "FRAME_TRUNCATED" if run.kind == "truncated" else "FRAME_CORRUPT"
-                yield Damage(Location(self.name, run.index, run.offset), code, run.message)
-            else:
-                yield run
+        yield from located_runs(container.read_frame_runs(self._stream), self.name)
+
+    def identity(self) -> tuple[int, int] | None:
+        """``(st_dev, st_ino)`` of the open file, None for a stream without one."""
+        try:
+            info = os.fstat(self._counter.inner.fileno())
+        except (AttributeError, OSError, ValueError):
+            return None
+        return (info.st_dev, info.st_ino)
+
+    def note_read(self, upto: int) -> None:
+        """The file has been read up to byte ``upto`` by other means (``kingrec.judges``):
+        ``bytes_read`` says so, for progress bars."""
+        self._counter.count = max(self._counter.count, upto)
 
     def raw_frame_batches(
         self, batch: int = 256
@@ -171,6 +180,18 @@ class RecordFile:
                 yield Damage(location, item.code, item.message)  # JSON_INVALID, LIMIT_EXCEEDED
             else:
                 yield Record(location, item.match, item.unknown_keys)
+
+
+def located_runs(
+    runs: Iterator[container.FrameRun | container.FrameDamage], name: str
+) -> Iterator[container.FrameRun | Damage]:
+    """The container reader's runs of file ``name``, its damage as located ``Damage``."""
+    for run in runs:
+        if isinstance(run, container.FrameDamage):
+            code = "FRAME_TRUNCATED" if run.kind == "truncated" else "FRAME_CORRUPT"
+            yield Damage(Location(name, run.index, run.offset), code, run.message)
+        else:
+            yield run
 
 
 def decode_frame(location: Location, payload: bytes) -> pb.Match | Damage:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from . import _twins
 from .fastcheck import content_key_of, note_duplicate, validate_runs
 from .findings import CleanMatches, Finding, MatchReport, Severity, limit_report
+from .judges import JudgePool
 from .limits import check_match_limits
 from .records import Damage, RecordFile, open_records
 from .validator import validate_match
@@ -30,6 +31,7 @@ def validate_records(
     count_clean: bool = False,
     twins: _twins.Twins | None = None,
     seen: set[int] | None = None,
+    pool: JudgePool | None = None,
 ) -> Iterator[Verdict]:
     """A report for every record of an open record file, with its damage, in file order.
 
@@ -38,9 +40,15 @@ def validate_records(
     records with something to say are wanted). ``seen`` holds the keys of the records
     judged so far: pass one set to several calls to catch a record repeated across files
     (DUPLICATE_RECORD, a warning); by default repeats are caught within the file.
+    With a ``pool`` (``kingrec.judges``) the records of a regular .krec file are judged in its
+    worker processes, with the same items as a result; JSON records and streams are judged
+    here.
     """
     seen = set() if seen is None else seen
     if records.format == "krec":
+        if pool is not None and pool.can_split(records):
+            yield from pool.validate_file(records, count_clean=count_clean, seen=seen)
+            return
         runs = records.raw_frame_runs()
         yield from validate_runs(
             runs, records.name, count_clean=count_clean, twins=twins, seen=seen

@@ -33,7 +33,15 @@ from .layout import (
 )
 from .layout import Source as Source
 from .reader import ScanFrames as ScanFrames
-from .reader import decode_frame, is_krec, iter_matches, read_frame_runs, read_frames
+from .reader import (
+    check_file_header,
+    decode_frame,
+    is_krec,
+    iter_matches,
+    read_frame_runs,
+    read_frame_runs_from,
+    read_frames,
+)
 from .writer import KrecWriter
 
 __all__ = [
@@ -50,9 +58,11 @@ __all__ = [
     "ReadableBinary",
     "SerializableMessage",
     "WritableBinary",
+    "check_file_header",
     "decode_frame",
     "is_krec",
     "iter_matches",
     "read_frame_runs",
+    "read_frame_runs_from",
     "read_frames",
 ]

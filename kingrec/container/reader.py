@@ -36,10 +36,12 @@ from .layout import (
 
 __all__ = [
     "ScanFrames",
+    "check_file_header",
     "decode_frame",
     "is_krec",
     "iter_matches",
     "read_frame_runs",
+    "read_frame_runs_from",
     "read_frames",
 ]
 
@@ -317,11 +319,36 @@ def read_frame_runs(source: Source) -> Iterator[FrameRun | FrameDamage]:
                 close()
 
 
-def _iter_runs(raw: ReadableBinary, name: str) -> Iterator[FrameRun | FrameDamage]:
+def check_file_header(raw: ReadableBinary, name: str) -> None:
+    """Raise what ``read_frame_runs`` raises for the file header of ``raw`` (read from its
+    start), if anything."""
+    _read_file_header(_Window(raw), name)
+
+
+def read_frame_runs_from(
+    raw: ReadableBinary, name: str, offset: int, index: int
+) -> Iterator[FrameRun | FrameDamage]:
+    """``read_frame_runs`` from the frame that starts at ``offset`` (frame ``index``), with
+    ``raw`` positioned there and its file header already checked (``check_file_header``).
+
+    ``offset`` must be where ``read_frame_runs`` finds a frame start with no damage before
+    it that is still being judged (the file header's end, or just after an intact frame):
+    from there the reader yields exactly what it yields reading the file from the start.
+    """
+    return _iter_runs(raw, name, (offset, index))
+
+
+def _iter_runs(
+    raw: ReadableBinary, name: str, resume: tuple[int, int] | None = None
+) -> Iterator[FrameRun | FrameDamage]:
     win = _Window(raw)
-    _read_file_header(win, name)
-    pos = FILE_HEADER_SIZE  # where the next frame should start
-    index = 0
+    if resume is None:
+        _read_file_header(win, name)
+        pos = FILE_HEADER_SIZE  # where the next frame should start
+        index = 0
+    else:
+        pos, index = resume
+        win.base = win.end = win._keep = win._origin = pos  # the input is read from pos on
     # The end of the farthest payload checksummed by prefix sums. Before it the frame
     # loop would checksum those bytes again, so frames there are taken one by one here.
     summed_to = pos

@@ -1,0 +1,345 @@
+"""Judging .krec files on several cores, with exactly the report of one.
+
+Judging a run of frames comes in two stages (``kingrec.fastcheck``): the first (the compiled
+checker, the reference validator for the records it cannot vouch for, each record's content
+key) needs nothing but the frames, so worker processes do it; the second (the run-wide
+duplicate set) depends on every record before, so this process does it, in file order, with
+the same code as the serial path.
+
+This process walks the frame headers of the file and cuts it into spans of whole frames of
+about ``chunk_bytes``; a worker reads its span itself and takes it only if the frame loop of
+the reader (``scan_frames``) takes every frame of it whole, checksums and all. From the first
+thing that is not a sound frame (a bad header, a frame that runs past the end, a span a worker
+refuses, a file that changed) to the end of the file, the file is read here by the reader
+itself, resumed at the last frame start known to be good: damage, resyncs and a truncated
+last frame are then found and worded exactly as on one core. So the report does not depend on
+the number of jobs, by construction, and only sound stretches are ever split.
+
+Only a bounded window of spans is in flight: memory stays flat however big the file. The
+workers die with the pool: it is terminated when the run ends, fails or is interrupted, and
+they end themselves if this process disappears (``kingrec.simrun``'s convention).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import multiprocessing.pool
+import os
+import stat
+import threading
+import zlib
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import BinaryIO, overload
+
+from . import _twins
+from .container import (
+    FILE_HEADER_SIZE,
+    FRAME_HEADER_SIZE,
+    FRAME_MARKER,
+    FrameRun,
+    check_file_header,
+    read_frame_runs_from,
+)
+from .container.layout import FRAME_HEADER
+from .fastcheck import (
+    JudgedRun,
+    checker_of,
+    judge_frames,
+    judge_run,
+    pieces,
+    run_locations,
+    settle_frames,
+    settle_run,
+    validate_runs,
+)
+from .findings import CleanMatches, MatchReport
+from .limits import MAX_FRAME_BYTES
+from .records import Damage, RecordFile, located_runs
+from .simrun import _die_with
+
+__all__ = ["DEFAULT_CHUNK_BYTES", "JudgePool"]
+
+DEFAULT_CHUNK_BYTES = 4 << 20  # payload bytes per span sent to a worker
+_WINDOW_PER_JOB = 2  # spans in flight per worker: one being judged, one waiting
+_BLOCK = 1 << 20  # bytes read at a time while walking the frame headers
+
+Verdict = MatchReport | Damage | CleanMatches
+# A worker's answer for a span: per piece its first frame index, its frames' offsets and
+# stage one's result; None when the span is not all sound frames.
+_Piece = tuple[int, list[int], JudgedRun | list[tuple[MatchReport | Damage, int]]]
+_Judged = list[_Piece] | None
+
+
+@dataclass(frozen=True)
+class _Span:
+    """Whole frames ``first ..`` in bytes ``[start, stop)`` of the file, headers sound."""
+
+    start: int
+    stop: int
+    first: int
+
+
+@dataclass(frozen=True)
+class _Rest:
+    """From frame ``index`` at byte ``offset`` to the end: for the reader itself."""
+
+    offset: int
+    index: int
+
+
+def _twins_named(name: str) -> _twins.Twins:
+    if name == _twins.PYTHON.name:
+        return _twins.PYTHON
+    if _twins.COMPILED is None:
+        raise RuntimeError("the compiled twins are not built in this worker")
+    return _twins.COMPILED
+
+
+# A worker's one read buffer, reused span after span (a fresh one each time costs a tenth of
+# the checking in page faults).
+_buffer = bytearray()
+
+
+def _judge_span(
+    path: str, ident: tuple[int, int], name: str, span: _Span, counted: bool, twins_name: str
+) -> _Judged:
+    """Stage one for every frame of a span, in a worker (plain, picklable values)."""
+    twins = _twins_named(twins_name)
+    with open(path, "rb") as f:
+        info = os.fstat(f.fileno())
+        if (info.st_dev, info.st_ino) != ident:
+            return None  # not the file the parent opened: it reads the rest itself
+        size = span.stop - span.start
+        if len(_buffer) < size:
+            _buffer.extend(bytes(size - len(_buffer)))
+        with memoryview(_buffer) as view, view[:size] as room:
+            got = os.preadv(f.fileno(), [room], span.start)
+    if got != size:
+        return None  # the file is shorter than it was: the reader will say what is left
+    payloads, offsets, end = twins.frames.scan_frames(_buffer, 0, size, MAX_FRAME_BYTES)
+    if end != size:
+        return None  # damage (or a file that changed under us): the reader will say what
+    run = FrameRun(span.first, [span.start + at for at in offsets], payloads)
+    out: list[_Piece] = []
+    for piece in pieces([run]):
+        assert isinstance(piece, FrameRun)
+        judged = (
+            judge_run(piece, name, twins=twins)
+            if counted
+            else judge_frames(piece.payloads, run_locations(piece, name), twins=twins)
+        )
+        out.append((piece.first, piece.offsets, judged))
+    return out
+
+
+def _walk(fd: int, size: int, chunk_bytes: int) -> Iterator[_Span | _Rest]:
+    """The file's spans of sound frame headers in order, then where the reader takes over.
+
+    Only headers are judged here (marker, checksum, length, the payload within the file),
+    as the reader judges them; the payloads' checksums are the worker's to check.
+    """
+    pos, index = FILE_HEADER_SIZE, 0
+    start, first = pos, index
+    block, base = b"", pos  # block holds the file from offset base on
+    while pos < size:
+        if pos + FRAME_HEADER_SIZE > base + len(block):
+            block, base = os.pread(fd, _BLOCK, pos), pos
+            if len(block) < FRAME_HEADER_SIZE:
+                break
+        at = pos - base
+        marker, length, _, header_crc = FRAME_HEADER.unpack_from(block, at)
+        if (
+            marker != FRAME_MARKER
+            or length > MAX_FRAME_BYTES
+            or zlib.crc32(block[at : at + 12]) != header_crc
+            or pos + FRAME_HEADER_SIZE + length > size
+        ):
+            break
+        pos += FRAME_HEADER_SIZE + length
+        index += 1
+        if pos - start >= chunk_bytes:
+            yield _Span(start, pos, first)
+            start, first = pos, index
+    if pos > start:
+        yield _Span(start, pos, first)
+    yield _Rest(pos, index)
+
+
+class _FramePayloads(Sequence[bytes]):
+    """The payloads of frames at known offsets of a file, read when asked for (stage two
+    reads only the clean records seen before in the run)."""
+
+    def __init__(self, fd: int, offsets: list[int]) -> None:
+        self._fd = fd
+        self._offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, i: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        at = self._offsets[i]
+        _, length, _, _ = FRAME_HEADER.unpack(os.pread(self._fd, FRAME_HEADER_SIZE, at))
+        return os.pread(self._fd, length, at + FRAME_HEADER_SIZE)
+
+
+class JudgePool:
+    """``jobs`` worker processes judging the frames of one .krec file after another.
+
+    Use it as a context manager (the workers are stopped on leaving it) and pass it to
+    ``kingrec.validation.validate_records``. The workers start with the first span.
+    """
+
+    def __init__(
+        self,
+        jobs: int,
+        *,
+        chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+        twins: _twins.Twins | None = None,
+    ) -> None:
+        if jobs < 1:
+            raise ValueError(f"jobs must be at least 1, not {jobs}")
+        if chunk_bytes < 1:
+            raise ValueError(f"chunk_bytes must be at least 1, not {chunk_bytes}")
+        self.jobs = jobs
+        self.chunk_bytes = chunk_bytes
+        self.twins = twins or _twins.ACTIVE
+        self._pool: multiprocessing.pool.Pool | None = None
+
+    def __enter__(self) -> JudgePool:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the workers (at once: whatever they were judging is no longer wanted)."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.terminate()
+            pool.join()
+
+    def _workers(self) -> multiprocessing.pool.Pool:
+        if self._pool is None:
+            # fork starts a worker at once, with kingrec already imported; with other
+            # threads running (a progress bar's) a forked child could inherit a lock held
+            # by one of them, so then each worker is a fresh interpreter.
+            method = "fork" if threading.active_count() == 1 else "spawn"
+            context = multiprocessing.get_context(method)
+            self._pool = context.Pool(self.jobs, initializer=_die_with, initargs=(os.getpid(),))
+        return self._pool
+
+    def can_split(self, records: RecordFile) -> bool:
+        """Whether the workers can read ``records`` themselves: a regular .krec file."""
+        if records.format != "krec" or records.size is None:
+            return False
+        try:
+            return stat.S_ISREG(os.stat(records.name).st_mode)
+        except OSError:
+            return False
+
+    def validate_file(
+        self, records: RecordFile, *, count_clean: bool, seen: set[int]
+    ) -> Iterator[Verdict]:
+        """``kingrec.fastcheck.validate_runs`` of a .krec file (``can_split``), stage one in
+        the workers: the same items, in the same order."""
+        try:
+            f = open(records.name, "rb")  # noqa: SIM115 - closed below
+        except OSError:  # no longer openable by its name: the open file is judged here
+            f = None
+        with f or contextlib.nullcontext():
+            ident = None
+            if f is not None:
+                info = os.fstat(f.fileno())
+                ident = (info.st_dev, info.st_ino)
+            if f is None or ident is None or ident != records.identity():
+                # Gone, or the name stands for another file now: the open one, judged here.
+                runs = records.raw_frame_runs()
+                yield from validate_runs(
+                    runs, records.name, count_clean=count_clean, twins=self.twins, seen=seen
+                )
+                return
+            check_file_header(f, records.name)
+            yield from self._validate(f, ident, records, count_clean, seen)
+
+    def _validate(
+        self,
+        f: BinaryIO,
+        ident: tuple[int, int],
+        records: RecordFile,
+        count_clean: bool,
+        seen: set[int],
+    ) -> Iterator[Verdict]:
+        fd, name, twins = f.fileno(), records.name, self.twins
+        counted = count_clean and checker_of(twins) is not None
+        size = os.fstat(fd).st_size
+        window = _WINDOW_PER_JOB * self.jobs
+        pending: deque[tuple[_Span, multiprocessing.pool.AsyncResult[_Judged]]] = deque()
+        rest: _Rest | None = None  # where the reader itself takes over
+
+        def settle() -> Iterator[Verdict]:
+            """The items of the oldest span in flight; sets ``rest`` if it was refused."""
+            nonlocal rest
+            span, result = pending.popleft()
+            judged = result.get()
+            if judged is None:
+                rest = _Rest(span.start, span.first)
+                pending.clear()  # what follows a refused span is read again by the reader
+                return
+            yield from self._settle(judged, fd, name, counted, seen)
+            records.note_read(span.stop)
+
+        walked = _Rest(FILE_HEADER_SIZE, 0)
+        for item in _walk(fd, size, self.chunk_bytes):
+            if isinstance(item, _Rest):
+                walked = item
+                break
+            args = (records.name, ident, name, item, counted, twins.name)
+            pending.append((item, self._workers().apply_async(_judge_span, args)))
+            # Report what is done as soon as it is; wait once the window is full.
+            while rest is None and pending and (len(pending) >= window or pending[0][1].ready()):
+                yield from settle()
+            if rest is not None:
+                break
+        while rest is None and pending:
+            yield from settle()
+        rest = rest or walked
+        # The reader itself from the last frame start known good: damage, or nothing (or
+        # frames appended since the walk) at the end of the file.
+        f.seek(rest.offset)
+        runs = located_runs(read_frame_runs_from(f, name, rest.offset, rest.index), name)
+        yield from validate_runs(runs, name, count_clean=count_clean, twins=twins, seen=seen)
+        records.note_read(size)
+
+    def _settle(
+        self,
+        judged: list[_Piece],
+        fd: int,
+        name: str,
+        counted: bool,
+        seen: set[int],
+    ) -> Iterator[Verdict]:
+        for first, offsets, stage_one in judged:
+            if isinstance(stage_one, JudgedRun):
+                payloads = _FramePayloads(fd, offsets)
+                yield from settle_run(
+                    stage_one, first, offsets, payloads, name, seen, twins=self.twins
+                )
+            else:
+                yield from settle_frames(stage_one, seen)

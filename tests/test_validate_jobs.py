@@ -1,0 +1,294 @@
+"""``kingrec validate --jobs N``: the report and the exit status are those of ``--jobs 1``.
+
+Every case runs the real command as a subprocess, with ``--chunk-bytes`` (hidden, for tests)
+small enough to put split points all through the files: between repeated records, next to
+damage, inside a truncated tail. Each is compared byte for byte (standard output and
+standard error) with the serial run, on the compiled twins and on the pure-Python ones.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kingrec import _twins
+from kingrec.container import KrecWriter
+from kingrec.judges import JudgePool
+from kingrec.records import open_records
+from kingrec.simrun import simulate_to_file
+from kingrec.validation import validate_records
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+KINGREC = str(Path(sys.executable).parent / "kingrec")
+HEADER = 12  # the .krec file header
+
+
+def run(*args: str, pure: bool = False) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if k != "KINGREC_PURE_PYTHON"}
+    if pure:
+        env["KINGREC_PURE_PYTHON"] = "1"
+    return subprocess.run(
+        [KINGREC, "validate", *args], capture_output=True, env=env, timeout=300, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The record files of the cases, made once."""
+    root = tmp_path_factory.mktemp("jobs")
+    big, small = root / "big.krec", root / "small.krec"
+    simulate_to_file(str(big), "classic", 60, 17)
+    simulate_to_file(str(small), "short", 8, 18)
+    simulate_to_file(str(root / "small.jsonl"), "short", 8, 18)
+    a, b = big.read_bytes(), small.read_bytes()
+    # Repeats within the file (across many split points) and, with small.krec, across files.
+    (root / "repeats.krec").write_bytes(a + b[HEADER:] + a[HEADER:])
+    # Two damaged payloads in the middle, then a frame cut short at the end.
+    damaged = bytearray(a + b[HEADER:-100])
+    damaged[len(a) // 3] ^= 0xFF
+    damaged[len(a) // 2 + 7] ^= 0x01
+    (root / "damaged.krec").write_bytes(bytes(damaged))
+    (root / "truncated.krec").write_bytes(a[:-37])
+    # Invalid records among valid ones: the samples' invalid frames spliced into big.krec.
+    invalid = b"".join(
+        p.read_bytes()[HEADER:] for p in sorted((SAMPLES / "invalid").glob("*.krec"))
+    )
+    (root / "mixed.krec").write_bytes(a[: len(a) // 2] + invalid + a[HEADER:])
+    mix = root / "mix"
+    shutil.copytree(SAMPLES, mix / "samples")
+    for name in ("small.krec", "small.jsonl", "repeats.krec", "damaged.krec", "mixed.krec"):
+        shutil.copy(root / name, mix / name)
+    return {
+        "valid": SAMPLES / "valid",
+        "invalid": SAMPLES / "invalid",
+        "damaged samples": SAMPLES / "damaged",
+        "big": big,
+        "repeats across files": root / "repeats.krec",
+        "damage and a truncated tail": root / "damaged.krec",
+        "truncated": root / "truncated.krec",
+        "invalid among valid": root / "mixed.krec",
+        "json lines": root / "small.jsonl",
+        "directory mix": mix,
+    }
+
+
+CASES = [
+    "valid",
+    "invalid",
+    "damaged samples",
+    "big",
+    "repeats across files",
+    "damage and a truncated tail",
+    "truncated",
+    "invalid among valid",
+    "json lines",
+    "directory mix",
+]
+OPTIONS = [(), ("--all",), ("--json",), ("--quiet",), ("--json", "--all"), ("--json", "--quiet")]
+
+
+def _paths(files: dict[str, Path], case: str) -> list[str]:
+    paths = [str(files[case])]
+    if case == "repeats across files":
+        paths.append(str(files["big"]))  # every record of big.krec was seen in repeats.krec
+    return paths
+
+
+def _same_as_one_job(paths: list[str], options: tuple[str, ...], pure: bool) -> None:
+    one = run("--jobs", "1", *options, *paths, pure=pure)
+    assert b"Traceback" not in one.stderr
+    for jobs, chunk in (("2", "3000"), ("3", "1")):
+        many = run("--jobs", jobs, "--chunk-bytes", chunk, *options, *paths, pure=pure)
+        assert many.stdout == one.stdout, (jobs, chunk)
+        assert many.stderr == one.stderr, (jobs, chunk)
+        assert many.returncode == one.returncode, (jobs, chunk)
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: " ".join(o) or "plain")
+@pytest.mark.parametrize("case", CASES)
+def test_several_jobs_give_the_report_and_status_of_one_on_the_compiled_twins(
+    files: dict[str, Path], case: str, options: tuple[str, ...]
+) -> None:
+    if _twins.COMPILED is None:
+        pytest.skip("the compiled twins are not built")
+    _same_as_one_job(_paths(files, case), options, pure=False)
+
+
+@pytest.mark.parametrize("options", [(), ("--json", "--all")], ids=["plain", "json all"])
+@pytest.mark.parametrize("case", CASES)
+def test_several_jobs_give_the_report_and_status_of_one_on_the_pure_python_twins(
+    files: dict[str, Path], case: str, options: tuple[str, ...]
+) -> None:
+    _same_as_one_job(_paths(files, case), options, pure=True)
+
+
+@pytest.mark.parametrize("options", [(), ("--json", "--all")], ids=["plain", "json all"])
+def test_thousands_of_empty_frames_give_the_report_of_one_job(
+    tmp_path: Path, options: tuple[str, ...]
+) -> None:
+    """More frames in a span than are judged at once (fastcheck.PIECE_FRAMES), each an
+    empty Match with findings, the repeats flagged from the second on."""
+    path = tmp_path / "empty.krec"
+    with KrecWriter.open(path) as writer:
+        for i in range(2500):
+            writer.write(b"" if i % 3 else b"\x0a\x01x")  # an empty Match, or id "x"
+    _same_as_one_job([str(path)], options, pure=False)
+
+
+def test_the_reports_name_repeats_across_a_split_point_and_across_files(
+    files: dict[str, Path],
+) -> None:
+    """Not only the same as one job: right. big.krec's 60 records come again after
+    small.krec inside repeats.krec, then all of big.krec again: 60 + 60 repeats."""
+    got = run("--jobs", "2", "--chunk-bytes", "3000", *_paths(files, "repeats across files"))
+    assert got.returncode == 0
+    assert got.stdout.count(b"DUPLICATE_RECORD") == 120
+    assert b"188 match(es)" in got.stdout.splitlines()[-1]  # 60 + 8 + 60 in one file, then 60
+
+
+def test_damage_is_reported_where_one_job_finds_it(files: dict[str, Path]) -> None:
+    got = run("--jobs", "2", "--chunk-bytes", "3000", str(files["damage and a truncated tail"]))
+    assert got.returncode == 2
+    lines = [line for line in got.stdout.splitlines() if line.startswith(b"DAMAGED")]
+    assert len(lines) == 3
+    assert b"payload checksum mismatch" in lines[0] and b"payload checksum mismatch" in lines[1]
+    assert b"FRAME_TRUNCATED" in lines[2]
+
+
+@pytest.mark.parametrize("thread", [False, True], ids=["forked", "spawned"])
+def test_the_workers_judge_the_spans_of_a_sound_file(files: dict[str, Path], thread: bool) -> None:
+    """The library path: a pool's items are the serial items, and the pool did start; with
+    another thread running (a progress bar's) the workers are spawned, not forked."""
+    serial, parallel = [], []
+    with open_records(str(files["big"])) as records:
+        serial = list(validate_records(records, count_clean=True, seen=set()))
+    running = threading.Event()
+    other = threading.Thread(target=running.wait, daemon=True)
+    if thread:
+        other.start()
+    with JudgePool(2, chunk_bytes=5000) as pool, open_records(str(files["big"])) as records:
+        assert pool.can_split(records)
+        parallel = list(validate_records(records, count_clean=True, seen=set(), pool=pool))
+        assert pool._pool is not None  # the spans went to worker processes
+        assert records.bytes_read == records.size  # the progress bar ends full
+    running.set()
+    assert sum(getattr(item, "count", 0) for item in parallel) == 60
+    assert sum(getattr(item, "count", 0) for item in serial) == 60
+    assert [i for i in parallel if not hasattr(i, "count")] == [
+        i for i in serial if not hasattr(i, "count")
+    ]
+
+
+@pytest.mark.parametrize("change", ["replaced", "removed"])
+def test_a_file_replaced_or_removed_after_it_was_opened_is_judged_as_opened(
+    files: dict[str, Path], tmp_path: Path, change: str
+) -> None:
+    """The workers read the file by its name: when the name has come to stand for another
+    file (or none) since it was opened, the open file is judged here, as by one job."""
+    path = tmp_path / "swapped.krec"
+    shutil.copy(files["invalid among valid"], path)
+    with open_records(str(path)) as records:
+        serial = list(validate_records(records, seen=set()))
+    with JudgePool(2, chunk_bytes=3000) as pool, open_records(str(path)) as records:
+        if change == "replaced":
+            shutil.copy(files["big"], tmp_path / "other.krec")
+            os.replace(tmp_path / "other.krec", path)
+        else:
+            path.unlink()
+        parallel = list(validate_records(records, seen=set(), pool=pool))
+    assert parallel == serial
+    assert any(not getattr(item, "valid", True) for item in serial)
+
+
+def test_standard_input_is_judged_in_the_main_process_with_the_same_report(
+    files: dict[str, Path],
+) -> None:
+    data = files["repeats across files"].read_bytes()
+    args = [KINGREC, "validate", "--all", "-"]
+    one = subprocess.run([*args, "--jobs", "1"], input=data, capture_output=True, check=False)
+    two = subprocess.run([*args, "--jobs", "2"], input=data, capture_output=True, check=False)
+    assert (two.stdout, two.stderr, two.returncode) == (one.stdout, one.stderr, one.returncode)
+
+
+def test_jobs_zero_means_every_cpu_and_a_negative_count_is_refused(
+    files: dict[str, Path],
+) -> None:
+    assert run("--jobs", "0", str(files["big"])).returncode == 0
+    refused = run("--jobs", "-1", str(files["big"]))
+    assert refused.returncode == 2
+    assert b"Traceback" not in refused.stderr
+    assert b"--jobs" in refused.stderr
+
+
+# -- Ctrl-C -------------------------------------------------------------------------------
+
+
+def _session(sid: int) -> dict[int, str]:
+    """The live processes of session ``sid``: pid -> /proc status text."""
+    out = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # fields: state, ppid, pgrp, session
+            out[int(entry)] = status
+    return out
+
+
+def _ignores_sigint(status: str) -> bool:
+    mask = next(line for line in status.splitlines() if line.startswith("SigIgn:"))
+    return bool(int(mask.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_during_several_jobs_exits_130_and_leaves_no_worker(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """SIGINT to the process group, as a terminal sends it, while the workers are busy: the
+    command is held mid-run by not reading its output (its report is far bigger than a
+    pipe), and the signal is sent once both workers ignore SIGINT (their start is done)."""
+    big = files["big"].read_bytes()
+    held = tmp_path / "held.krec"
+    held.write_bytes(big + big[HEADER:] * 20)  # 1260 records, each reported with --all
+    proc = subprocess.Popen(
+        [KINGREC, "validate", "--json", "--all", "--jobs", "2", "--chunk-bytes", "3000", str(held)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(b"{")  # the workers have judged a span
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            workers = {p: s for p, s in _session(proc.pid).items() if p != proc.pid}
+            if len(workers) >= 2 and all(_ignores_sigint(s) for s in workers.values()):
+                break
+            time.sleep(0.01)
+        assert len(workers) >= 2
+        assert proc.poll() is None  # held by its unread output
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # pragma: no cover - only when the test fails
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130
+    assert b"Traceback" not in err
+    assert err.strip().endswith(b"kingrec: interrupted")
+    deadline = time.monotonic() + 30  # terminated workers are gone once the command is
+    while _session(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _session(proc.pid) == {}
