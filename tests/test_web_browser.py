@@ -394,6 +394,48 @@ def report_totals(match: pb.Match) -> list[int]:
     return list(views[-1].totals)
 
 
+def test_par_from_a_trick_is_shown_beside_the_table_and_costly_cards_are_marked(
+    stored: Served, watched: Watched
+) -> None:
+    page = watched.page
+    match_id, trick = "classic-0", 9
+
+    def par(deal: int) -> dict[str, Any]:
+        url = (
+            f"{stored.url}/api/matches/{match_id}/par?deal={deal}&from_trick={trick}&budget_ms=5000"
+        )
+        with urllib.request.urlopen(url, timeout=60) as answer:
+            return dict(json.loads(answer.read())["deals"][0])
+
+    # the first deal whose analysis from trick 9 finds a card that gave part of par away
+    for number in range(1, 21):
+        deal = par(number)
+        costly = [p for p in deal.get("plays", []) if p.get("cost_units", 0) > 0]
+        if deal["solved"] and costly:
+            break
+    else:
+        pytest.fail("no deal of classic-0 has a costly card from trick 9")
+    page.goto(f"{stored.url}/#/replay/{match_id}?deal={number}&trick={trick}&card=1")
+    expect(page.locator(".trick .played")).to_have_count(1)
+    page.locator("button.par-ask").click()
+    result = page.locator(".par-result")
+    expect(result).to_have_attribute("data-deal", str(number), timeout=60_000)
+    assert result.get_attribute("data-solved") == "true"
+    shown = page.locator(".par-table tbody td.par").all_inner_texts()
+    assert shown == [str(seat["par"]) for seat in deal["seats"]]
+    actual = page.locator(".par-table tbody td.actual").all_inner_texts()
+    assert actual == [str(seat["actual"]) for seat in deal["seats"]]
+    expect(page.locator(".par-state")).to_contain_text(f"{len(costly)} costly card(s)")
+    first = costly[0]
+    at = 4 * (trick - 1)  # the play the view shows: the first card of that trick
+    for _ in range(first["play"] - at):
+        page.locator("button.card-forward").click()
+    marked = page.locator(f".trick .played.costly[data-seat='{first.get('seat', 0)}']")
+    expect(marked).to_have_count(1)
+    expect(marked.locator(".cost")).to_have_text(f"−{first['cost_units']}")
+    assert "best:" in (marked.get_attribute("title") or "")
+
+
 def test_stepping_a_replay_shows_the_records_cards_in_their_places(
     stored: Served, watched: Watched
 ) -> None:

@@ -58,6 +58,8 @@ export const api = {
   report: (id) => getJson(`/api/matches/${ids(id)}/report`),
   /** A stored replay's events, all at once (a JSON array). */
   replay: (id, params) => getJson(`/api/matches/${ids(id)}/replay`, params),
+  /** Par analysis of a stored match (the Analyse RPC's answer): {deals: [...]}. */
+  par: (id, params) => getJson(`/api/matches/${ids(id)}/par`, params),
   /** The matches being played now. */
   live: () => getJson("/api/live"),
   /** The URL of a live match's SSE stream (EventSource takes a URL, not a request). */

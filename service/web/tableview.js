@@ -28,6 +28,8 @@ function sortHand(cards) {
  */
 export function createTable(options = {}) {
   const findingFor = options.findingFor ?? (() => "");
+  // What each priced card cost its player (par analysis), by "deal/play": set by the page.
+  let costs = new Map();
   let bottom = options.bottomSeat ?? 0;
   let events = [];
   let stops = [];
@@ -163,8 +165,15 @@ export function createTable(options = {}) {
       const classes = ["played", `at-${place}`];
       if (state.trick.winner === played.seat) classes.push("winner");
       if (played.broke) classes.push("illegal");
-      trickNode.appendChild(el("div", { class: classes.join(" "), dataset: { seat: String(played.seat) } },
-        cardNode(played.card, played.broke ? "illegal" : "")));
+      const cost = costs.get(`${played.deal}/${played.play}`);
+      const costly = cost && cost.cost_units > 0;
+      if (costly) classes.push("costly");
+      const title = costly
+        ? `gave away ${cost.cost_units} of the guarantee (${cost.cost_points} pts); best: ${(cost.best ?? []).map(cardText).join(" ")}`
+        : "";
+      trickNode.appendChild(el("div", { class: classes.join(" "), dataset: { seat: String(played.seat) }, title },
+        cardNode(played.card, played.broke ? "illegal" : ""),
+        costly ? el("span", { class: "cost" }, `−${cost.cost_units}`) : null));
     }
     if (state.trick.winner !== null) {
       const pts = state.trick.points ? ` (${signed(state.trick.points)})` : "";
@@ -258,6 +267,8 @@ export function createTable(options = {}) {
     get stops() { return stops; },
     get at() { return at; },
     go,
+    /** What priced cards cost (a Map "deal/play" → PlayCost); the trick marks costly ones. */
+    setCosts(map) { costs = map; draw(); },
     /** Turn the table so `seat` sits at the bottom. */
     setBottom(seat) { bottom = seat; draw(); },
     /** Stop playing and forget the keyboard (the page is being left). */

@@ -5,7 +5,7 @@
 import { api } from "../api.js";
 import { el, href, matchPath, replace } from "../dom.js";
 import { stopFor, stopsOf } from "../events.js";
-import { playerText } from "../names.js";
+import { cardText, playerText } from "../names.js";
 import { createTable } from "../tableview.js";
 
 function seatParam(query) {
@@ -49,14 +49,74 @@ export async function render(main, [id], query) {
     const position = stop && stop.kind === "card" ? { deal: stop.deal, trick: stop.trick, card: stop.card } : { deal: stop?.deal || "" };
     location.hash = href(matchPath("replay", id), { ...position, seat: view.value });
   });
+  const par = parPanel(id, table, players);
   replace(
     main,
     el("h1", { class: "match-id" }, el("a", { href: href(matchPath("match", id)), title: id, class: "id" }, id)),
     el("div", { class: "toolbar" }, view),
     table.node,
+    par,
   );
   const deal = number(query, "deal");
   const stops = stopsOf(events);
   table.setEvents(events, deal ? stopFor(stops, deal, number(query, "trick"), number(query, "card")) : 0);
   return () => table.destroy();
+}
+
+// Par: asked for on demand (a deal from its first trick can take the server's whole budget),
+// for the deal shown, from the trick shown; the server answers unsolved rather than guess.
+function parPanel(id, table, players) {
+  const state = el("span", { class: "par-state", role: "status" });
+  const result = el("div", { class: "par-result" });
+  const ask = el("button", { type: "button", class: "par-ask" }, "par from this trick");
+  ask.addEventListener("click", async () => {
+    const stop = table.stops[table.at];
+    if (!stop || !stop.deal) {
+      state.textContent = "step into a deal first";
+      return;
+    }
+    const fromTrick = stop.trick || 1;
+    state.textContent = `analysing deal ${stop.deal} from trick ${fromTrick}…`;
+    ask.disabled = true;
+    try {
+      const answer = await api.par(id, { deal: stop.deal, from_trick: fromTrick, budget_ms: 5000 });
+      const deal = (answer.deals ?? [])[0];
+      if (!deal) throw new Error("no analysis came back");
+      const costs = new Map();
+      for (const p of deal.plays ?? []) costs.set(`${deal.deal}/${p.play ?? 0}`, p);
+      table.setCosts(costs);
+      replace(result, parTable(deal, players));
+      const costly = (deal.plays ?? []).filter((p) => (p.cost_units ?? 0) > 0);
+      state.textContent = !deal.solved
+        ? `deal ${deal.deal}: not solved within the budget (${deal.nodes} positions); nothing is guessed`
+        : `deal ${deal.deal} from trick ${fromTrick}: ${costly.length} costly card(s) marked on the tricks` +
+          (deal.stop ? ` (analysis stops: ${deal.stop})` : "");
+      result.dataset.deal = String(deal.deal);
+      result.dataset.solved = String(Boolean(deal.solved));
+      result.dataset.costly = costly.map((p) => `${p.play ?? 0}:${cardText(p.card ?? 0)}`).join(" ");
+    } catch (err) {
+      state.textContent = `${err.code ?? "ERROR"}: ${err.message}`;
+    } finally {
+      ask.disabled = false;
+    }
+  });
+  return el("section", { class: "par", "aria-label": "par analysis" }, ask, state, result);
+}
+
+function parTable(deal, players) {
+  const units = (seat, key) => (seat[key] === undefined ? "—" : String(seat[key]));
+  return el(
+    "table",
+    { class: "par-table" },
+    el("caption", {}, "par: the units each player could make sure of, every hand known, against the other three " +
+      "(the most in koz, the fewest in a penalty contract); a costly card gave part of it away"),
+    el("thead", {}, el("tr", {}, ["player", "par", "actual", "par pts", "actual pts"].map((h) => el("th", {}, h)))),
+    el("tbody", {}, (deal.seats ?? []).map((seat) =>
+      el("tr", { dataset: { seat: String(seat.seat ?? 0) } },
+        el("td", { class: "name" }, playerText(players, seat.seat ?? 0)),
+        el("td", { class: "num par" }, units(seat, "par")),
+        el("td", { class: "num actual" }, units(seat, "actual")),
+        el("td", { class: "num" }, units(seat, "par_points")),
+        el("td", { class: "num" }, units(seat, "actual_points"))))),
+  );
 }
