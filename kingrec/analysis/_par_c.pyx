@@ -237,6 +237,12 @@ cdef class ParSearch:
         for i in range(n):
             trick[i] = d.trick[i]
         trick[n] = card
+        if (to_play(d) != self.seat and (self.seat - d.leader) & 3 < n
+                and (d.leader + trick_winner(trick, n, d.trump)) & 3 != self.seat):
+            # _par_py.ParSearch._order: the hero has lost this trick already
+            if self.hero_wants_units:
+                return rank
+            return (100 if is_penalty else 0) - rank
         wins = trick_winner(trick, n + 1, d.trump) == n
         if self.hero_wants_units:
             return rank if wins else 100 + rank

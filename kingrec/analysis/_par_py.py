@@ -23,7 +23,8 @@ it fast, and none of it changes a value:
   still out (held or on the trick) is in the same hand with the same penalty status;
 - the last trick played out at once (one card each: nothing to choose);
 - move ordering: cheap rank heuristics (win cheaply in koz, duck high in the penalty
-  contracts, shed penalty cards on a void).
+  contracts, shed penalty cards on a void; once the hero has lost the trick, the other
+  three keep their high cards in koz and their penalty cards in the penalty contracts).
 
 The compiled twin searches the same tree in the same order, so the two give the same values,
 and the same node counts as long as its fixed-size table has not had to forget a position
@@ -234,6 +235,15 @@ class ParSearch:
         rank = card % 13
         if not trick:
             return -rank if self.hero_wants_units else rank
+        seat, leader = self.seat, deal.leader
+        if (
+            deal.to_play != seat
+            and (seat - leader) % 4 < len(trick)
+            and (leader + trick_winner(trick, self.trump)) % 4 != seat
+        ):
+            # The hero has played and lost this trick already, whatever comes: the other
+            # three keep their high cards (koz), or shed high cards but keep penalty ones.
+            return rank if self.hero_wants_units else (100 if is_penalty else 0) - rank
         wins = trick_winner([*trick, card], self.trump) == len(trick)
         if self.hero_wants_units:  # koz: everybody fights for the trick, as cheaply as can be
             return rank if wins else 100 + rank
