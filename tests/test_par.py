@@ -122,6 +122,30 @@ def test_both_twins_agree_with_exhaustive_minimax_on_four_trick_endings(
         assert _search(par_twin, deal, seat)[0] == _exhaustive(deal, seat)
 
 
+def test_a_seat_holding_every_trump_left_takes_a_trick_with_each_even_off_lead(
+    par_twin: ModuleType,
+) -> None:
+    # The bound the search cuts on in koz (one trick per trump for the seat holding all that
+    # are left, whoever leads), held to plain minimax for the holder and for the others.
+    rng = random.Random(1818)
+    checked = 0
+    for _ in range(3000):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+        trumps = SUIT_MASKS[deal.trump] & ~deal.played if deal.contract == Contract.KOZ else 0
+        holders = [s for s in range(4) if trumps and deal.held[s] & trumps == trumps]
+        if deal.trick or not holders or holders[0] == deal.leader:
+            continue
+        for seat in range(4):
+            value = _search(par_twin, deal, seat)[0]
+            assert value == _exhaustive(deal, seat), (deal.held, deal.leader, seat)
+            if seat == holders[0]:
+                assert value >= trumps.bit_count()
+        checked += 1
+        if checked == 12:
+            break
+    assert checked == 12
+
+
 @needs_compiled
 def test_the_twins_agree_on_thousands_of_endings_value_and_node_count() -> None:
     assert _twins.COMPILED is not None

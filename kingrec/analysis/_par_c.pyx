@@ -237,7 +237,8 @@ cdef class ParSearch:
         for i in range(n):
             trick[i] = d.trick[i]
         trick[n] = card
-        if (to_play(d) != self.seat and (self.seat - d.leader) & 3 < n
+        if (self.contract != SON_IKI and to_play(d) != self.seat
+                and (self.seat - d.leader) & 3 < n
                 and (d.leader + trick_winner(trick, n, d.trump)) & 3 != self.seat):
             # _par_py.ParSearch._order: the hero has lost this trick already
             if self.hero_wants_units:
@@ -286,6 +287,7 @@ cdef class ParSearch:
         cdef Entry* e
         cdef int most, low, high, best, value, gained, i, j, n, hint = -1, first, best_card = -1
         cdef int original_alpha, original_beta
+        cdef uint64_t trumps
         cdef int cards[13]
         cdef bint maximizing, keyed = False
         self.nodes += 1
@@ -315,6 +317,18 @@ cdef class ParSearch:
                     return value
                 if d.leader != self.seat and most - value <= alpha:
                     return most - value
+                # _par_py.ParSearch._trump_holder: one trick for each trump of the seat
+                # holding every trump still out
+                trumps = SUIT[self.trump] & ~d.played
+                if trumps:
+                    for i in range(4):
+                        if d.held[i] & trumps == trumps:
+                            value = popcount(trumps)
+                            if i == self.seat and value >= beta:
+                                return value
+                            if i != self.seat and most - value <= alpha:
+                                return most - value
+                            break
             keyed = True
             self._key(d, key)
             self.tt_probes += 1

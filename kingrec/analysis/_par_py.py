@@ -13,7 +13,8 @@ it fast, and none of it changes a value:
 - null-window alpha-beta (MTD(f) at the root), fail-soft, with the bound "0 .. units still
   in play" (a position whose units can no longer change is a leaf) and, in koz, sure tricks:
   a hero on lead who holds every trump still out wins a trick with each trump and with each
-  top card of a side suit;
+  top card of a side suit; and whoever leads, a seat holding every trump still out wins a
+  trick with each of them;
 - a transposition table at trick boundaries, keyed on what is left normalised to relative
   ranks (per suit, the owner and penalty status of each card still out, lowest first) and
   the leader: two positions with the same key are the same game (the legal sets, trick
@@ -24,7 +25,8 @@ it fast, and none of it changes a value:
 - the last trick played out at once (one card each: nothing to choose);
 - move ordering: cheap rank heuristics (win cheaply in koz, duck high in the penalty
   contracts, shed penalty cards on a void; once the hero has lost the trick, the other
-  three keep their high cards in koz and their penalty cards in the penalty contracts).
+  three keep their high cards in koz and their penalty cards in the penalty contracts but
+  son iki).
 
 The compiled twin searches the same tree in the same order, so the two give the same values,
 and the same node counts as long as its fixed-size table has not had to forget a position
@@ -188,6 +190,17 @@ class ParSearch:
             return tops.bit_count()  # trumps may be led only once the hand holds nothing else
         return tops.bit_count() + trumps.bit_count()
 
+    def _trump_holder(self, deal: Deal) -> tuple[int, int]:
+        """Koz, at a trick boundary: the seat holding every trump still out and how many
+        (-1, 0 when none does). Whoever leads, each of those trumps wins the trick it is
+        played to, and all thirteen tricks are played."""
+        trumps = SUIT_MASKS[self.trump] & ~deal.played
+        if trumps:
+            for holder in range(4):
+                if deal.held[holder] & trumps == trumps:
+                    return holder, trumps.bit_count()
+        return -1, 0
+
     def _key(self, deal: Deal) -> tuple[int, ...]:
         """What is left, normalised to relative ranks, who leads, and for whom (at trick
         boundaries)."""
@@ -237,7 +250,8 @@ class ParSearch:
             return -rank if self.hero_wants_units else rank
         seat, leader = self.seat, deal.leader
         if (
-            deal.to_play != seat
+            self.contract != Contract.SON_IKI  # (its early tricks carry nothing)
+            and deal.to_play != seat
             and (seat - leader) % 4 < len(trick)
             and (leader + trick_winner(trick, self.trump)) % 4 != seat
         ):
@@ -281,6 +295,11 @@ class ParSearch:
                     return sure  # at least these
                 if deal.leader != self.seat and most - sure <= alpha:
                     return most - sure  # the leader's sure tricks are lost to the hero
+                holder, trumps = self._trump_holder(deal)
+                if holder == self.seat and trumps >= beta:
+                    return trumps  # at least one trick with each trump
+                if holder >= 0 and holder != self.seat and most - trumps <= alpha:
+                    return most - trumps  # at most the tricks the holder's trumps leave
             key = self._key(deal)
             self.tt_probes += 1
             bounds = self.table.get(key)
