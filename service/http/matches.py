@@ -5,7 +5,6 @@ and its replay as events. Each handler reads its query, calls what the servicers
 from __future__ import annotations
 
 import io
-import json
 import re
 from contextlib import aclosing
 
@@ -18,8 +17,8 @@ from kingrec.findings import Location, MatchReport
 from kingrec.jsonl import match_to_dict
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
+from kingrec.verdicts import match_object
 
-from ..convert import report_json
 from ..errors import BadRequestError, UnreadableRecordError
 from ..replaying import check_pace, paced, replay_events
 from ..stored import get_stored_payload, list_stored
@@ -109,7 +108,7 @@ async def get_report(request: web.Request) -> web.Response:
     report = validate_payload(payload, Location(match_id, 0, FILE_HEADER_SIZE))
     if not isinstance(report, MatchReport):
         raise UnreadableRecordError(report.message, report.code)
-    return ctx.json(json.loads(report_json(report)))
+    return ctx.json(match_object(report))  # the object of validate --json's line
 
 
 async def replay(request: web.Request) -> web.StreamResponse:
