@@ -3,6 +3,8 @@ the play-by-play printer for replays and live matches."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +26,7 @@ from .errors import Failed, user_errors
 
 __all__ = [
     "EventPrinter",
-    "connect",
+    "connected",
     "pace_options",
     "pick_match",
     "rpc_errors",
@@ -62,14 +64,41 @@ def pace_of(speed: float, delay: int | None, fast: bool) -> svc.Pace:
     return svc.Pace(think_time_factor=speed)
 
 
-def connect(server: str, tls_ca: str | None) -> KingrecServiceStub:
-    """A stub for the server at ``server`` (TLS when given the CA certificate)."""
+# How many channels this process opened: the console script then ends without the
+# interpreter's teardown (see ``kingrec_cli.main.run``).
+channels_opened = 0
+
+# How long a command waits, once its channel is closed, for gRPC's own threads to end.
+THREADS_GRACE_S = 2.0
+
+
+@contextmanager
+def connected(server: str, tls_ca: str | None) -> Iterator[KingrecServiceStub]:
+    """A stub for the server at ``server`` (TLS when given the CA certificate); on the way
+    out the channel is closed and the threads gRPC started for it are let finish.
+
+    Why: gRPC runs a call's completion queue, and a stream's requests, in daemon threads of
+    its own. Left running at interpreter exit, such a thread is frozen wherever it is, even
+    holding the channel's lock, and the channel's finalizer then waits for that lock forever:
+    a client that has printed its error and never exits. Closing the channel cancels what
+    is still open, so the threads end at once (one blocked reading standard input cannot be
+    joined, and holds no lock while it waits)."""
+    global channels_opened
+    channels_opened += 1
+    before = set(threading.enumerate())
     if tls_ca is not None:
         credentials = grpc.ssl_channel_credentials(root_certificates=Path(tls_ca).read_bytes())
         channel = grpc.secure_channel(server, credentials)
     else:
         channel = grpc.insecure_channel(server)
-    return KingrecServiceStub(channel)
+    try:
+        yield KingrecServiceStub(channel)
+    finally:
+        channel.close()
+        deadline = time.monotonic() + THREADS_GRACE_S
+        for thread in set(threading.enumerate()) - before:
+            if thread.daemon and thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def token_metadata(token: str | None) -> tuple[tuple[str, str], ...]:

@@ -172,11 +172,31 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated(128 + signum)
 
 
+def _talked_to_a_server() -> bool:
+    client = sys.modules.get("kingrec_cli.client")  # imported only by the commands that do
+    return bool(getattr(client, "channels_opened", 0))
+
+
+def _exit_at_once(code: object) -> None:
+    """End a command that used gRPC once its output is out, skipping the interpreter's
+    teardown: gRPC's C core can still be finishing in threads of its own, and finalizing its
+    objects under them has hung a client that had printed its last line (grpc/grpc#40620 and
+    kin). The command itself closed its channels; there is nothing else to tear down."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))
+
+
 def run() -> None:
     """The console script: ``main`` without tracebacks for the user."""
     signal.signal(signal.SIGTERM, _terminated)
     try:
         main()
+    except SystemExit as exc:
+        if _talked_to_a_server():
+            _exit_at_once(exc.code)
+        raise
     except BrokenPipeError:  # pragma: no cover - main handles it; a last line of defence
         _closed_pipe()
     except Exception as exc:  # a bug in kingrec: say so in one line, keep the trace for debugging

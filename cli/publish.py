@@ -15,7 +15,7 @@ from kingrec.v1 import service_pb2 as svc
 from kingrec_service.live import published_events
 
 from .client import (
-    connect,
+    connected,
     error_code,
     pace_of,
     pace_options,
@@ -202,9 +202,8 @@ def publish(
         raise click.UsageError("--resume and --abandon ask for opposite things; give one")
     match = pick_match(file, match_id, index)
     live_id = live_id or match.match_id
-    stub = connect(server, tls_ca)
     pace, metadata = pace_of(speed, delay, fast), token_metadata(token)
-    with rpc_errors(server):
+    with connected(server, tls_ca) as stub, rpc_errors(server):
         if abandon:
             end = svc.LiveEnd(status=pb.MATCH_STATUS_ABANDONED, reason="given up by its publisher")
             requests: Iterator[svc.PublishRequest] = iter(

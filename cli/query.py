@@ -148,7 +148,7 @@ def _remote(
 
     from kingrec.v1 import service_pb2 as svc
 
-    from .client import connect, rpc_errors
+    from .client import connected, rpc_errors
 
     request = svc.QueryRequest(sql=sql, format=svc.QueryRequest.FORMAT_ARROW, max_rows=limit)
     cut: list[bool] = []
@@ -163,8 +163,8 @@ def _remote(
             if response.truncated:
                 cut.append(True)
 
-    with rpc_errors(server):
-        stream = batches(connect(server, tls_ca).Query(request))
+    with connected(server, tls_ca) as stub, rpc_errors(server):
+        stream = batches(stub.Query(request))
         first = next(stream, None)  # the columns come with the first message
         rest = stream if first is None else _chain(first, stream)
         count = write_rows(term, fmt, columns, rest)

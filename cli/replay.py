@@ -10,7 +10,7 @@ from kingrec.v1 import service_pb2 as svc
 
 from .client import (
     EventPrinter,
-    connect,
+    connected,
     pace_of,
     pace_options,
     pick_match,
@@ -82,8 +82,7 @@ def replay(
     else:
         request.match_id = source
     printer = EventPrinter(stdout_console())
-    stub = connect(server, tls_ca)
-    with rpc_errors(server):
+    with connected(server, tls_ca) as stub, rpc_errors(server):
         for response in stub.Replay(request):
             for event in response.events:
                 printer.show(event)

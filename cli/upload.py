@@ -17,7 +17,7 @@ from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.records import Damage, RecordFile, open_records
 from kingrec.v1 import service_pb2 as svc
 
-from .client import connect, rpc_errors, token_metadata
+from .client import connected, rpc_errors, token_metadata
 from .errors import (
     EXIT_CLOSED_PIPE,
     EXIT_INTERNAL,
@@ -189,8 +189,7 @@ def upload(
     terminal = Terminal()
     sent = _Sent()
     summary = svc.UploadSummary()
-    stub = connect(server, tls_ca)
-    with rpc_errors(server):
+    with connected(server, tls_ca) as stub, rpc_errors(server):
         responses = stub.Upload(
             _requests(files, batch, terminal, sent), metadata=token_metadata(token)
         )

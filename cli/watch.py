@@ -17,7 +17,7 @@ from kingrec.v1 import service_pb2 as svc
 from .client import (
     EventPrinter,
     card_text,
-    connect,
+    connected,
     contract_text,
     error_code,
     rpc_errors,
@@ -149,10 +149,9 @@ def watch(match_id: str, delay: int, seat: int | None, server: str, tls_ca: str 
     standard error says so, with how long the server still waits for it.
     """
     console = stdout_console()
-    stub = connect(server, tls_ca)
     board, printer = Board(), EventPrinter(console)
     live = Live(board.table(), console=console, auto_refresh=False) if console.is_terminal else None
-    with rpc_errors(server):
+    with connected(server, tls_ca) as stub, rpc_errors(server):
         if live is not None:
             with live:
                 _follow(stub, match_id, delay, seat, board, printer, live)

@@ -9,17 +9,20 @@ requests into library calls and maps the library's errors to status codes in one
     await server.start()
 """
 
-from .server import (
-    MAX_REQUEST_BYTES,
-    MAX_RESPONSE_BYTES,
-    SERVICE_NAME,
-    KingrecServer,
-    ServerError,
-    ServiceConfig,
-    create_server,
-    running_server,
-    serve,
-)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .server import (
+        MAX_REQUEST_BYTES,
+        MAX_RESPONSE_BYTES,
+        SERVICE_NAME,
+        KingrecServer,
+        ServerError,
+        ServiceConfig,
+        create_server,
+        running_server,
+        serve,
+    )
 
 __all__ = [
     "MAX_REQUEST_BYTES",
@@ -32,3 +35,14 @@ __all__ = [
     "running_server",
     "serve",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The server's names, imported when first asked for: a client command that needs only
+    the generated stub (``kingrec_service._pb``) does not pay for the server, its web face
+    and aiohttp at start-up."""
+    if name in __all__:
+        from . import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
