@@ -1,4 +1,4 @@
-# cython: language_level=3
+# cython: language_level=3, cdivision=True
 # CPython's random.Random in C: the Mersenne Twister of _randommodule.c and the random
 # module's algorithms the simulator uses (_randbelow, random, gauss, normalvariate), with the
 # same libm calls in the same order, so a stream taken over from ``getstate()`` continues
@@ -10,6 +10,7 @@ from libc.stdint cimport uint32_t
 
 cdef extern from *:
     """
+    #include <string.h>
     /* init_genrand and init_by_array of CPython's _randommodule.c, as they are there. */
     static void kmt_init_genrand(uint32_t *mt, uint32_t s) {
         int mti;
@@ -18,9 +19,16 @@ cdef extern from *:
             mt[mti] = (1812433253U * (mt[mti - 1] ^ (mt[mti - 1] >> 30)) + (uint32_t)mti);
         }
     }
+    /* init_genrand(19650218), where every init_by_array starts: computed once. */
+    static uint32_t kmt_base[624];
+    static int kmt_base_ready = 0;
     static void kmt_init_by_array(uint32_t *mt, const uint32_t *init_key, size_t key_length) {
         size_t i, j, k;
-        kmt_init_genrand(mt, 19650218U);
+        if (!kmt_base_ready) {
+            kmt_init_genrand(kmt_base, 19650218U);
+            kmt_base_ready = 1;
+        }
+        memcpy(mt, kmt_base, sizeof kmt_base);
         i = 1; j = 0;
         k = (624 > key_length ? 624 : key_length);
         for (; k; k--) {
