@@ -31,9 +31,9 @@ from kingrec._bots cimport (
     choose_trump, u64,
 )
 from kingrec._core cimport (
-    DEALER_SEAT_BEFORE, END_ALL_TRICKS, END_PLAYING, END_REVOKE, FIRST_HOLDER_OF_CARD, KOZ, CoreRules, DealState, Tally, deal_legal,
-    deal_push, deal_scores, deal_start, low_card, popcount, tally_add, tally_allowed,
-    tally_clear,
+    DEALER_SEAT_BEFORE, END_ALL_TRICKS, END_PLAYING, END_REVOKE, FIRST_HOLDER_OF_CARD, KOZ,
+    CoreRules, DealState, Tally, deal_legal, deal_push, deal_scores, deal_start, low_card,
+    popcount, tally_add, tally_allowed, tally_clear,
 )
 from kingrec._mt cimport MT, mt_load, mt_seed, normalvariate, randbelow, rnd
 from kingrec._v1write cimport DEAL_MAX_BYTES, DealRecord, put_match_deal, put_packed_s32, uchar

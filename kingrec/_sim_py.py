@@ -266,3 +266,8 @@ class TailWriter:
     def tail(self, seed: int, think_times: bool) -> bytes:
         rng, clock_state, first = streams(seed, think_times)
         return match_tail(self.rules, rng.getstate(), clock_state, first)
+
+    def bot_play(self, seed: int, think_times: bool) -> int:
+        """The same deals as ``tail`` with nothing recorded: the number of plays."""
+        rng, clock_state, first = streams(seed, think_times)
+        return sum(len(d.plays) for d in play_match(self.rules, rng.getstate(), clock_state, first))

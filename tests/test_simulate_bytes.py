@@ -79,6 +79,31 @@ def test_a_given_match_id_is_written_as_simulate_match_writes_it(twins: Twins) -
 
 
 @needs_compiled
+@pytest.mark.parametrize("seed", [0, 1, -1, 2**32 - 1, 2**32, 2**64 + 3, -(2**70), 2**200 + 12345])
+def test_any_int_seed_is_seeded_in_c_as_random_seeds_it(seed: int) -> None:
+    # The compiled twin seeds its streams itself: every length and sign of seed must give
+    # the words random.Random would take (abs(seed), 32 bits at a time).
+    assert COMPILED is not None
+    rules = PRESETS["short"]
+    fast = simulate_match_bytes(rules, seed, twins=COMPILED)
+    assert fast == _old_bytes(rules, seed, PYTHON)
+
+
+def test_a_seed_that_is_no_int_is_refused_by_the_compiled_writer() -> None:
+    if COMPILED is None:
+        pytest.skip("the compiled twins are not built")
+    with pytest.raises(TypeError, match="a seed is an int"):
+        COMPILED.sim.TailWriter(PRESETS["short"]).tail("7", True)
+
+
+def test_both_twins_count_the_same_plays_without_recording_them() -> None:
+    rules = PRESETS["short"]
+    counts = {t.name: t.sim.TailWriter(rules).bot_play(11, True) for t in (PYTHON, COMPILED) if t}
+    match = simulate_match(rules, 11, twins=PYTHON)
+    assert set(counts.values()) == {sum(len(d.plays) for d in match.deals)}
+
+
+@needs_compiled
 def test_the_two_twins_write_the_same_tail() -> None:
     assert COMPILED is not None
     for name, rules in sorted(_ALL_VARIANTS.items()):
