@@ -1,16 +1,23 @@
-"""How fast matches are simulated: deals per second, in-process and through ``kingrec simulate``.
+"""How fast matches are simulated: deals per CPU second, layer by layer, old path beside new.
 
-Run ``python bench/bench_simulate.py`` (``--help`` for the options). It prints
+Run ``python bench/bench_simulate.py`` (``--help`` for the options). In one run it prints
 
-* in-process, one core: ``simulate_match`` + serialization with each simulator twin
-  (the compiled ``_sim_c`` when it is built, and the pure-Python reference);
-* the command ``kingrec simulate`` end to end (process start, writing a .krec file and,
-  separately, JSON Lines), with ``--jobs 1`` and ``--jobs 2``.
+* the per-layer breakdown in this process, one core, in µs per deal, for the two ways a
+  .krec record is made: the **message** path (the bots' ``PlayedDeal`` tuples, a
+  ``kingrec.v1.Match`` built from them and serialized: what ``kingrec simulate`` did before)
+  and the **bytes** path (``simulate_match_bytes``: the compiled simulator writes the deals'
+  wire bytes itself). Layers: the match's head (seeds, random streams, metadata, ruleset),
+  bot play, record building, writing the frame;
+* ``kingrec simulate --jobs 1 -o *.krec`` end to end, as a user runs it, with the bytes path
+  (the command as installed) and with the message path (the same command, its chunk
+  function put back to the old one), side by side, and the start-up cost of the command;
+* optionally (``--jobs2``) the command with ``--jobs 2`` and JSON Lines output.
 
-Rates are per wall second and per CPU second (``time.process_time`` in process; the
-command's and its workers' user + system time): on a shared machine compare the CPU rates.
+Rates are per CPU second (``time.process_time`` in process; the command's user + system
+time), the figure to compare on a shared machine; wall rates are printed beside them.
 
-The issue's target is 20,000 deals/s per core for ``kingrec simulate``.
+The issue's target (17, target 5): ``kingrec simulate --jobs 1`` at ≥ 100,000 deals per CPU
+second.
 """
 
 from __future__ import annotations
@@ -22,27 +29,143 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from compiled_only import refuse_pure_twins
 
-from kingrec import _twins
-from kingrec.rules import PRESETS
-from kingrec.simulate import derive_seed, simulate_match
+from kingrec import _twins, simrun
+from kingrec._sim_py import streams
+from kingrec.boundary import deal_to_proto
+from kingrec.container import KrecWriter
+from kingrec.rules import PRESETS, Ruleset
+from kingrec.simulate import (
+    RecordSimulator,
+    _add_seats_and_rules,
+    _head,
+    derive_seed,
+    simulate_match,
+)
+from kingrec.v1 import record_pb2 as pb
+
+OLD_PATH = "--run-message-path"  # internal: run the command with the message path
 
 
-def in_process(preset: str, matches: int, twin: str) -> tuple[float, float]:
-    """(deals per wall second, per CPU second) of simulating and serializing ``matches``
-    matches in this process."""
-    twins = _twins.PYTHON if twin == "python" else _twins.COMPILED
+def _old_chunk(
+    preset: str, seed: int, start: int, stop: int, fmt: simrun.Format
+) -> tuple[list[bytes], int]:
+    """``kingrec.simrun.simulate_chunk`` as it was before the bytes path (d994fad)."""
+    from kingrec import jsonl
+
     rules = PRESETS[preset]
-    began, began_cpu = time.perf_counter(), time.process_time()
+    out: list[bytes] = []
     deals = 0
-    for i in range(matches):
-        match = simulate_match(rules, derive_seed(0, i), twins=twins)
-        match.SerializeToString()
+    for index in range(start, stop):
+        match = simulate_match(rules, derive_seed(seed, index))
         deals += len(match.deals)
-    return deals / (time.perf_counter() - began), deals / (time.process_time() - began_cpu)
+        if fmt == "krec":
+            out.append(match.SerializeToString())
+        else:
+            out.append((jsonl.dumps_match(match) + "\n").encode("utf-8"))
+    return out, deals
+
+
+# -- in process, layer by layer ------------------------------------------------------------
+
+
+class Layers:
+    """CPU seconds per layer, summed over matches."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.seconds = dict.fromkeys(names, 0.0)
+        self.deals = 0
+
+
+def _message_path(rules: Ruleset, matches: int, sink: KrecWriter, layers: Layers) -> None:
+    sim = _twins.ACTIVE.sim
+    clock = time.process_time
+    for index in range(matches):
+        t0 = clock()
+        seed = derive_seed(0, index)
+        match = _head(rules, seed, None)
+        _add_seats_and_rules(match, rules)
+        rng, clock_state, first = streams(seed, True)
+        t1 = clock()
+        played = sim.play_match(rules, rng.getstate(), clock_state, first)
+        t2 = clock()
+        totals = [0, 0, 0, 0]
+        for number, deal in enumerate(played, 1):
+            deal_to_proto(match.deals.add(), rules, number, deal)
+            totals = [t + s for t, s in zip(totals, deal.scores, strict=True)]
+        match.status = pb.MATCH_STATUS_COMPLETE
+        match.claimed_totals.extend(totals)
+        payload = match.SerializeToString()
+        t3 = clock()
+        sink.write(payload)
+        t4 = clock()
+        s = layers.seconds
+        s["head"] += t1 - t0
+        s["bot play"] += t2 - t1
+        s["record"] += t3 - t2
+        s["writing"] += t4 - t3
+        layers.deals += len(played)
+
+
+def _bytes_path(rules: Ruleset, matches: int, sink: KrecWriter, layers: Layers) -> None:
+    records = RecordSimulator(rules)
+    tails = records._tails
+    fixed = records._fixed
+    clock = time.process_time
+    for index in range(matches):
+        t0 = clock()
+        seed = derive_seed(0, index)
+        head = _head(rules, seed, None).SerializeToString() + fixed
+        t1 = clock()
+        tails.bot_play(seed, True)  # the bots alone (from the seeds), nothing kept
+        t2 = clock()
+        payload = head + tails.tail(seed, True)  # the same again, writing the bytes
+        t3 = clock()
+        sink.write(payload)
+        t4 = clock()
+        s = layers.seconds
+        s["head"] += t1 - t0
+        s["bot play"] += t2 - t1
+        s["record"] += (t3 - t2) - (t2 - t1)  # the tail less the bots' share
+        s["writing"] += t4 - t3
+        layers.deals += rules.deal_count
+
+
+def breakdown(preset: str, matches: int) -> None:
+    rules = PRESETS[preset]
+    names = ("head", "bot play", "record", "writing")
+    paths: dict[str, Callable[[Ruleset, int, KrecWriter, Layers], None]] = {
+        "message": _message_path,
+        "bytes": _bytes_path,
+    }
+    results: dict[str, Layers] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, run in paths.items():
+            layers = results[label] = Layers(names)
+            with KrecWriter.open(Path(tmp) / f"{label}.krec") as sink:
+                run(rules, matches, sink, layers)
+    print(f"\nin process, 1 core, {matches} {preset} matches: CPU µs per deal")
+    print(f"  {'layer':10} {'message':>9} {'bytes':>9}")
+    for name in names:
+        row = [results[p].seconds[name] / results[p].deals * 1e6 for p in paths]
+        print(f"  {name:10} {row[0]:9.2f} {row[1]:9.2f}")
+    totals = [sum(results[p].seconds.values()) / results[p].deals for p in paths]
+    print(f"  {'total':10} {totals[0] * 1e6:9.2f} {totals[1] * 1e6:9.2f}")
+    print(
+        f"  deals per CPU second: message {1 / totals[0]:,.0f}, bytes {1 / totals[1]:,.0f} "
+        f"({totals[0] / totals[1]:.2f}x)"
+    )
+    print("  (head: seeds, metadata, players and ruleset; the bytes path seeds its random")
+    print("   streams in C, so they count in its bot play, which is TailWriter.bot_play: the")
+    print("   same deals with nothing recorded; record is TailWriter.tail less that)")
+
+
+# -- the command, end to end ----------------------------------------------------------------
 
 
 def _children_cpu() -> float:
@@ -50,48 +173,73 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def command(preset: str, matches: int, jobs: int, suffix: str) -> tuple[float, float, float]:
-    """``kingrec simulate`` as a user runs it: deals/s over the wall clock, its own figure,
-    and deals per CPU second of the command and its workers (user + system)."""
-    kingrec = Path(sys.executable).parent / "kingrec"
+def _timed(args: list[str]) -> tuple[float, float, bytes]:
+    """(wall seconds, CPU seconds of the process and its children, stderr)."""
+    began, began_cpu = time.perf_counter(), _children_cpu()
+    result = subprocess.run(args, capture_output=True, check=True)
+    return time.perf_counter() - began, _children_cpu() - began_cpu, result.stderr
+
+
+def command(preset: str, matches: int, jobs: int, suffix: str, old: bool) -> tuple[float, float]:
+    """``kingrec simulate`` as a user runs it: (deals per wall second, per CPU second)."""
+    if old:
+        base = [sys.executable, __file__, OLD_PATH]
+    else:
+        base = [str(Path(sys.executable).parent / "kingrec")]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / f"bench{suffix}"
-        args = [str(kingrec), "simulate", "--no-progress", "--preset", preset]
+        args = [*base, "simulate", "--no-progress", "--preset", preset]
         args += ["--matches", str(matches), "--jobs", str(jobs), "-o", str(out)]
-        began, began_cpu = time.perf_counter(), _children_cpu()
-        result = subprocess.run(args, capture_output=True, check=True)
-        wall, cpu = time.perf_counter() - began, _children_cpu() - began_cpu
+        wall, cpu, _ = _timed(args)
     deals = matches * PRESETS[preset].deal_count
-    reported = float(result.stderr.split(b" s, ")[-1].split()[0])
-    return deals / wall, reported, deals / cpu
+    return deals / wall, deals / cpu
+
+
+def start_up() -> tuple[float, float]:
+    """(wall, CPU) seconds of ``kingrec simulate`` writing one short match: the fixed cost."""
+    kingrec = str(Path(sys.executable).parent / "kingrec")
+    with tempfile.TemporaryDirectory() as tmp:
+        args = [kingrec, "simulate", "--no-progress", "--preset", "short", "-o"]
+        runs = [_timed([*args, str(Path(tmp) / f"{i}.krec")]) for i in range(3)]
+    return min(r[0] for r in runs), min(r[1] for r in runs)
 
 
 def main() -> None:
+    if sys.argv[1:2] == [OLD_PATH]:  # the command with the old chunk function
+        from kingrec_cli.main import run
+
+        simrun.simulate_chunk = _old_chunk
+        sys.argv = ["kingrec", *sys.argv[2:]]
+        run()
+        return
     refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="classic", choices=sorted(PRESETS))
-    parser.add_argument("--matches", type=int, default=2000, help="matches per measurement")
+    parser.add_argument("--matches", type=int, default=3000, help="matches per measurement")
     parser.add_argument(
-        "--python-matches", type=int, default=200, help="matches for the pure-Python twin"
+        "--layer-matches", type=int, default=1000, help="matches for the in-process breakdown"
     )
+    parser.add_argument("--jobs2", action="store_true", help="also --jobs 2 and JSON Lines")
     args = parser.parse_args()
     preset, n = args.preset, args.matches
 
     print(f"preset {preset}, {os.cpu_count()} CPU(s), simulator twin {_twins.ACTIVE.name}")
-    print("(deals per wall second / per CPU second: on a shared machine compare the CPU rates)")
-    if _twins.COMPILED is not None:
-        wall, cpu = in_process(preset, n, "cython")
-        print(f"in-process, 1 core, compiled twin: {wall:9,.0f} / {cpu:9,.0f} deals/s")
-    wall, cpu = in_process(preset, args.python_matches, "python")
-    print(f"in-process, 1 core, pure Python:   {wall:9,.0f} / {cpu:9,.0f} deals/s")
-    for suffix in (".krec", ".jsonl"):
-        for jobs in (1, 2):
-            wall, reported, cpu = command(preset, n, jobs, suffix)
-            print(
-                f"kingrec simulate -o *{suffix:6} --jobs {jobs}: {reported:9,.0f} deals/s "
-                f"(command's own figure), {wall:9,.0f} / {cpu:9,.0f} deals/s including "
-                "process start"
-            )
+    print("(on a shared machine compare the CPU rates)")
+    breakdown(preset, args.layer_matches)
+
+    wall, cpu = start_up()
+    print(f"\nstart-up: kingrec simulate of one short match {cpu:.3f} CPU s ({wall:.3f} s wall)")
+    deals = n * PRESETS[preset].deal_count
+    print(f"kingrec simulate --jobs 1 -o x.krec, {n} {preset} matches ({deals:,} deals):")
+    rates = {}
+    for label, old in (("message path", True), ("bytes path", False)):
+        wall, rates[label] = command(preset, n, 1, ".krec", old)
+        print(f"  {label:13} {rates[label]:9,.0f} deals per CPU second ({wall:9,.0f} wall)")
+    print(f"  bytes / message: {rates['bytes path'] / rates['message path']:.2f}x")
+    if args.jobs2:
+        for suffix, jobs in ((".krec", 2), (".jsonl", 1), (".jsonl", 2)):
+            wall, cpu = command(preset, n, jobs, suffix, False)
+            print(f"  -o *{suffix:6} --jobs {jobs}: {cpu:9,.0f} per CPU s ({wall:9,.0f} wall)")
 
 
 if __name__ == "__main__":

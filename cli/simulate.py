@@ -12,7 +12,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from kingrec.convert import format_for
+from kingrec.formats import format_for
 from kingrec.rules import PRESETS
 from kingrec.simrun import simulate_to_file, simulate_to_stream
 

@@ -1,4 +1,4 @@
-# cython: language_level=3
+# cython: language_level=3, cdivision=True
 # The bots of kingrec.bots in C, for the compiled simulator: the same contract, trump and
 # card choices, operation for operation (the float estimates must be equal, and ties draw
 # from the same random stream). kingrec/bots.py is the readable reference.

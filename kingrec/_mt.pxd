@@ -1,14 +1,50 @@
-# cython: language_level=3
+# cython: language_level=3, cdivision=True
 # CPython's random.Random in C: the Mersenne Twister of _randommodule.c and the random
 # module's algorithms the simulator uses (_randbelow, random, gauss, normalvariate), with the
 # same libm calls in the same order, so a stream taken over from ``getstate()`` continues
 # exactly as Python's would (the simulator twins must give byte-identical matches).
 
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.math cimport cos, log, sin, sqrt
 from libc.stdint cimport uint32_t
 
 cdef extern from *:
     """
+    #include <string.h>
+    /* init_genrand and init_by_array of CPython's _randommodule.c, as they are there. */
+    static void kmt_init_genrand(uint32_t *mt, uint32_t s) {
+        int mti;
+        mt[0] = s;
+        for (mti = 1; mti < 624; mti++) {
+            mt[mti] = (1812433253U * (mt[mti - 1] ^ (mt[mti - 1] >> 30)) + (uint32_t)mti);
+        }
+    }
+    /* init_genrand(19650218), where every init_by_array starts: computed once. */
+    static uint32_t kmt_base[624];
+    static int kmt_base_ready = 0;
+    static void kmt_init_by_array(uint32_t *mt, const uint32_t *init_key, size_t key_length) {
+        size_t i, j, k;
+        if (!kmt_base_ready) {
+            kmt_init_genrand(kmt_base, 19650218U);
+            kmt_base_ready = 1;
+        }
+        memcpy(mt, kmt_base, sizeof kmt_base);
+        i = 1; j = 0;
+        k = (624 > key_length ? 624 : key_length);
+        for (; k; k--) {
+            mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525U))
+                    + init_key[j] + (uint32_t)j;
+            i++; j++;
+            if (i >= 624) { mt[0] = mt[623]; i = 1; }
+            if (j >= key_length) j = 0;
+        }
+        for (k = 623; k; k--) {
+            mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941U)) - (uint32_t)i;
+            i++;
+            if (i >= 624) { mt[0] = mt[623]; i = 1; }
+        }
+        mt[0] = 0x80000000U;
+    }
     #if defined(_MSC_VER)
     #include <intrin.h>
     static __inline int kmt_bit_length(unsigned int x) {
@@ -19,6 +55,7 @@ cdef extern from *:
     #endif
     """
     int bit_length "kmt_bit_length"(unsigned int x) nogil
+    void init_by_array "kmt_init_by_array"(uint32_t* mt, const uint32_t* key, size_t n) nogil
 
 cdef enum:
     MT_N = 624
@@ -49,6 +86,34 @@ cdef inline int mt_load(MT* mt, object state) except -1:
     mt.index = internal[MT_N]
     mt.has_gauss = gauss_next is not None
     mt.gauss_next = gauss_next if gauss_next is not None else 0.0
+    return 0
+
+
+cdef inline int mt_seed(MT* mt, object seed, const MT* like) except -1:
+    """``random.Random(seed)`` for an int ``seed``: ``random_seed`` of _randommodule.c, the
+    32-bit words of abs(seed), least significant first, through ``init_by_array``. The
+    random module's constants are taken from ``like`` (an MT that ``mt_load`` filled).
+    (A str seed is an int to Python too: ``seed_of_str``.)"""
+    cdef const unsigned char* b
+    cdef uint32_t* key
+    cdef Py_ssize_t nwords, i
+    n = abs(seed)
+    nwords = max(1, (n.bit_length() + 31) // 32)
+    raw = n.to_bytes(4 * nwords, "little")
+    b = raw
+    key = <uint32_t*>PyMem_Malloc(nwords * sizeof(uint32_t))
+    if key == NULL:
+        raise MemoryError()
+    for i in range(nwords):
+        key[i] = (<uint32_t>b[4 * i] | <uint32_t>b[4 * i + 1] << 8
+                  | <uint32_t>b[4 * i + 2] << 16 | <uint32_t>b[4 * i + 3] << 24)
+    init_by_array(mt.state, key, nwords)
+    PyMem_Free(key)
+    mt.index = MT_N
+    mt.has_gauss = False
+    mt.gauss_next = 0.0
+    mt.nv_magicconst = like.nv_magicconst
+    mt.twopi = like.twopi
     return 0
 
 

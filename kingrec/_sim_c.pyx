@@ -4,33 +4,46 @@
 
 ``play_match`` plays every deal of one match exactly as the pure-Python twin does (the same
 bots of ``kingrec.bots``, the same schedule) and returns the same ``PlayedDeal`` tuples;
-``kingrec.simulate`` builds the ``Match``. Both twins draw from the same random streams: the
-two ``random.Random`` generators of a match are handed over as their ``getstate()`` and
-continued here by a C copy of CPython's generator (``_mt.pxd``), so the matches are
-byte-identical. ``tests/test_simulate.py`` holds the two twins to that.
+``kingrec.simulate`` builds the ``Match``. ``match_tail`` and ``TailWriter.tail`` play the
+same deals and write the record's bytes of them straight away (``_v1write.pxd``): no Python
+object per deal, the bytes protobuf would write for the message (``kingrec.simulate``'s
+``RecordSimulator`` puts the match's head before them); ``TailWriter`` also seeds the two
+random streams from the match's seed in C, as ``_sim_py.streams`` does through
+``random.Random``.
+
+Both twins draw from the same random streams: the two ``random.Random`` generators of a
+match are handed over as their ``getstate()`` (or seeded alike) and continued here by a C
+copy of CPython's generator (``_mt.pxd``), so the matches are byte-identical.
+``tests/test_simulate.py`` and ``tests/test_simulate_bytes.py`` hold the two twins to that.
 
 The rules (legal cards, closing tricks, the schedule) are the compiled core's
 (``_core.pxd``); the bots are ported in ``_bots.pxd``. Only the plain match is compiled:
 abandoned matches and revokes stay with the reference simulator.
 """
 
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.math cimport exp
-from libc.stdint cimport int64_t
+from libc.stdint cimport INT32_MAX, INT32_MIN, UINT32_MAX, int32_t, int64_t, uint32_t
+from libc.stdlib cimport free, malloc
 
 from kingrec._bots cimport (
     ACE, HEARTS, JACK, KING, KING_OF_HEARTS, QUEEN, RAW_MEAN, choose_contract, choose_play,
     choose_trump, u64,
 )
 from kingrec._core cimport (
-    END_PLAYING, FIRST_HOLDER_OF_CARD, KOZ, CoreRules, DealState, Tally, deal_legal,
-    deal_push, deal_scores, deal_start, low_card, popcount, tally_add, tally_allowed,
-    tally_clear,
+    DEALER_SEAT_BEFORE, END_ALL_TRICKS, END_PLAYING, END_REVOKE, FIRST_HOLDER_OF_CARD, KOZ,
+    CoreRules, DealState, Tally, deal_legal, deal_push, deal_scores, deal_start, low_card,
+    popcount, tally_add, tally_allowed, tally_clear,
 )
-from kingrec._mt cimport MT, mt_load, normalvariate, randbelow, rnd
+from kingrec._mt cimport MT, mt_load, mt_seed, normalvariate, randbelow, rnd
+from kingrec._v1write cimport DEAL_MAX_BYTES, DealRecord, put_match_deal, put_packed_s32, uchar
 
-from kingrec._sim_py import PlayedDeal
+import random
+from hashlib import sha512
 
-__all__ = ["CONSTANTS", "play_match"]
+from kingrec._sim_py import CLOCK_SEED, PlayedDeal
+
+__all__ = ["CONSTANTS", "TailWriter", "match_tail", "play_match"]
 
 # The bots' constants, for the test that holds them to kingrec.cards and kingrec.bots.
 CONSTANTS = {
@@ -62,10 +75,9 @@ cdef long long clock_trump(MT* clock, long long limit) noexcept nogil:
 
 # -- one match ---------------------------------------------------------------------------
 
-cdef bytes deal_hands(MT* rng):
-    """``_sim_py.deal_hands``: shuffle the deck, each hand sorted."""
+cdef void deal_hands(MT* rng, unsigned char* out) noexcept nogil:
+    """``_sim_py.deal_hands``: shuffle the deck, each hand sorted, into ``out[0:52]``."""
     cdef int deck[52]
-    cdef unsigned char out[52]
     cdef int i, j, t, s
     cdef u64 mask
     for i in range(52):
@@ -84,7 +96,6 @@ cdef bytes deal_hands(MT* rng):
             out[i] = <unsigned char>low_card(mask)
             mask &= mask - 1
             i += 1
-    return bytes(out[:52])
 
 
 cdef class _Rules:
@@ -108,6 +119,87 @@ cdef _Rules _rules_of(object rules):
     return found
 
 
+ctypedef struct Played:
+    # One deal as the bots played it: what ``PlayedDeal`` holds, in C.
+    int declarer
+    int contract
+    int trump  # -1: none
+    int end  # engine END_* code
+    int nplays
+    int nauto
+    long long trump_ms  # -1: none
+    unsigned char hands[52]
+    unsigned char plays[52]
+    long long think[52]  # one per play when timed
+    uint32_t autos[52]  # indexes of the plays made for a player out of time
+    int64_t scores[4]
+
+
+ctypedef struct MatchRun:
+    # What runs from one deal of a match to the next.
+    const CoreRules* r
+    MT rng
+    MT clock
+    bint timed
+    Tally tally
+    int first  # the first declarer
+
+
+cdef int match_start(MatchRun* m, _Rules params, object rng_state, object clock_state,
+                     int first) except -1:
+    m.r = &params.r
+    m.timed = clock_state is not None
+    mt_load(&m.rng, rng_state)
+    if m.timed:
+        mt_load(&m.clock, clock_state)
+    m.first = first
+    tally_clear(&m.tally)
+    return 0
+
+
+cdef void play_deal(MatchRun* m, int number, Played* out) noexcept nogil:
+    """Deal, choose the contract (and trumps) and play deal ``number`` of the match."""
+    cdef const CoreRules* r = m.r
+    cdef DealState d
+    cdef int options[7]
+    cdef int i, n, card
+    cdef bint was_auto
+    cdef u64 legal, hand_mask
+    deal_hands(&m.rng, out.hands)
+    if number == 1 and r.first_declarer == FIRST_HOLDER_OF_CARD:
+        for i in range(52):
+            if out.hands[i] == r.first_card:
+                m.first = i // 13
+                break
+    out.declarer = (m.first + number - 1) % 4
+    hand_mask = 0
+    for i in range(13 * out.declarer, 13 * out.declarer + 13):
+        hand_mask |= 1ULL << out.hands[i]
+    n = tally_allowed(&m.tally, r, out.declarer, number, options)
+    out.contract = choose_contract(hand_mask, options, n, r.unit, &m.rng)
+    out.trump = choose_trump(hand_mask, &m.rng) if out.contract == KOZ else -1
+
+    deal_start(&d, out.hands, out.declarer, out.contract, out.trump, r.flags[out.contract])
+    out.nauto = 0
+    while d.end == END_PLAYING:
+        legal = deal_legal(&d)
+        card = choose_play(&d, legal, &m.rng)
+        if m.timed:
+            out.think[d.nplays] = clock_play(&m.clock, r.play_timeout, popcount(legal), &was_auto)
+            if was_auto:
+                out.autos[out.nauto] = d.nplays
+                out.nauto += 1
+        out.plays[d.nplays] = <unsigned char>card
+        deal_push(&d, card)
+    out.nplays = d.nplays
+    out.end = d.end
+    out.trump_ms = (
+        clock_trump(&m.clock, r.trump_timeout) if m.timed and out.contract == KOZ else -1
+    )
+    tally_add(&m.tally, out.declarer, out.contract)
+    deal_scores(&d, r, out.scores)
+
+
 def play_match(object rules, object rng_state, object clock_state, int first):
     """Play every deal of one plain match: a ``PlayedDeal`` per deal, as ``_sim_py``.
 
@@ -115,73 +207,160 @@ def play_match(object rules, object rng_state, object clock_state, int first):
     rng (``clock_state`` None: no think times); ``first`` is the first declarer by lot (a
     HOLDER_OF_CARD ruleset looks at deal 1's hands instead).
     """
-    cdef MT rng
-    cdef MT clock
-    cdef _Rules params = _rules_of(rules)
-    cdef bint timed = clock_state is not None
-    mt_load(&rng, rng_state)
-    if timed:
-        mt_load(&clock, clock_state)
-    return _play_deals(&params.r, &rng, &clock, timed, first)
-
-
-cdef list _play_deals(const CoreRules* r, MT* rng_p, MT* clock_p, bint timed, int first):
-    cdef DealState d
-    cdef Tally tally
-    cdef int options[7]
-    cdef int64_t scores[4]
-    cdef int number, declarer, contract, trump, i, n, card
-    cdef long long ms, trump_ms
-    cdef bint was_auto
-    cdef u64 legal, hand_mask
-    cdef bytes hands
-    cdef const unsigned char* hp
-    cdef unsigned char plays[52]
-    cdef list think, auto
+    cdef MatchRun m
+    cdef Played p
+    cdef int number, i
     cdef list out = []
-    tally_clear(&tally)
-    for number in range(1, r.deal_count + 1):
-        hands = deal_hands(rng_p)
-        hp = hands
-        if number == 1 and r.first_declarer == FIRST_HOLDER_OF_CARD:
-            for i in range(52):
-                if hp[i] == r.first_card:
-                    first = i // 13
-                    break
-        declarer = (first + number - 1) % 4
-        hand_mask = 0
-        for i in range(13 * declarer, 13 * declarer + 13):
-            hand_mask |= 1ULL << hp[i]
-        n = tally_allowed(&tally, r, declarer, number, options)
-        contract = choose_contract(hand_mask, options, n, r.unit, rng_p)
-        trump = choose_trump(hand_mask, rng_p) if contract == KOZ else -1
-
-        deal_start(&d, hp, declarer, contract, trump, r.flags[contract])
-        think = []
-        auto = []
-        while d.end == END_PLAYING:
-            legal = deal_legal(&d)
-            card = choose_play(&d, legal, rng_p)
-            if timed:
-                ms = clock_play(clock_p, r.play_timeout, popcount(legal), &was_auto)
-                think.append(ms)
-                if was_auto:
-                    auto.append(d.nplays)
-            plays[d.nplays] = <unsigned char>card
-            deal_push(&d, card)
-        trump_ms = clock_trump(clock_p, r.trump_timeout) if timed and contract == KOZ else -1
-        tally_add(&tally, declarer, contract)
-        deal_scores(&d, r, scores)
+    match_start(&m, _rules_of(rules), rng_state, clock_state, first)
+    for number in range(1, m.r.deal_count + 1):
+        play_deal(&m, number, &p)
         out.append(PlayedDeal(
-            declarer,
-            contract,
-            trump,
-            hands,
-            bytes(plays[:d.nplays]),
-            think,
-            auto,
-            d.end,
-            [scores[0], scores[1], scores[2], scores[3]],
-            trump_ms,
+            p.declarer,
+            p.contract,
+            p.trump,
+            bytes(p.hands[:52]),
+            bytes(p.plays[:p.nplays]),
+            [p.think[i] for i in range(p.nplays)] if m.timed else [],
+            [p.autos[i] for i in range(p.nauto)],
+            p.end,
+            [p.scores[0], p.scores[1], p.scores[2], p.scores[3]],
+            p.trump_ms,
         ))
     return out
+
+
+# -- the record's bytes -------------------------------------------------------------------
+
+cdef inline int32_t sint32(int64_t v) except? -1:
+    if not INT32_MIN <= v <= INT32_MAX:
+        raise ValueError(f"score {v} is out of range for a sint32")
+    return <int32_t>v
+
+
+cdef int record_of(const MatchRun* m, int number, Played* p, DealRecord* out,
+                   uint32_t* think, int32_t* scores) except -1:
+    """``boundary.deal_to_proto`` for the wire: the Deal a played deal is recorded as."""
+    cdef int i
+    out.number = number
+    out.has_dealer = True
+    out.dealer = (p.declarer + 3) % 4 if m.r.dealer == DEALER_SEAT_BEFORE else p.declarer
+    out.declarer = p.declarer
+    out.contract = p.contract
+    out.trump = p.trump + 1 if p.contract == KOZ and 0 <= p.trump <= 3 else 0
+    out.has_trump_think = p.contract == KOZ and p.trump_ms >= 0
+    out.trump_think_ms = <uint32_t>p.trump_ms if out.has_trump_think else 0
+    out.end = p.end if END_ALL_TRICKS <= p.end <= END_REVOKE else 0  # as boundary.end_to_proto
+    out.hands = p.hands
+    out.nhands = 52
+    out.plays = p.plays
+    out.nplays = p.nplays
+    out.nthink = p.nplays if m.timed else 0
+    for i in range(out.nthink):
+        if not 0 <= p.think[i] <= UINT32_MAX:
+            raise ValueError(f"think time {p.think[i]} ms is out of range for a uint32")
+        think[i] = <uint32_t>p.think[i]
+    out.think_ms = think
+    if out.has_trump_think and p.trump_ms > UINT32_MAX:
+        raise ValueError(f"trump think time {p.trump_ms} ms is out of range for a uint32")
+    out.auto_plays = p.autos
+    out.nauto = p.nauto
+    for i in range(4):
+        scores[i] = sint32(p.scores[i])
+    out.scores = scores
+    out.nscores = 4
+    return 0
+
+
+cdef bytes write_tail(MatchRun* m):
+    """Play the match's deals and write fields 8 and 9 of its ``Match``."""
+    cdef Played p
+    cdef DealRecord rec
+    cdef uint32_t think[52]
+    cdef int32_t scores[4]
+    cdef int32_t totals[4]
+    cdef int64_t sums[4]
+    cdef int number, s
+    cdef uchar* buf
+    cdef uchar* w
+    for s in range(4):
+        sums[s] = 0
+    # Each deal: its tag, a length of at most two bytes, the deal; then the totals.
+    buf = <uchar*>malloc(<size_t>m.r.deal_count * (DEAL_MAX_BYTES + 3) + 32)
+    if buf == NULL:
+        raise MemoryError()
+    try:
+        w = buf
+        for number in range(1, m.r.deal_count + 1):
+            play_deal(m, number, &p)
+            record_of(m, number, &p, &rec, think, scores)
+            w = put_match_deal(w, &rec)
+            for s in range(4):
+                sums[s] += p.scores[s]
+        for s in range(4):
+            totals[s] = sint32(sums[s])
+        w = put_packed_s32(w, 0x4A, totals, 4)  # 9 claimed_totals
+        return PyBytes_FromStringAndSize(<char*>buf, w - buf)
+    finally:
+        free(buf)
+
+
+def match_tail(object rules, object rng_state, object clock_state, int first):
+    """The wire bytes of one plain match's ``deals`` and ``claimed_totals`` (fields 8 and 9
+    of ``Match``), played as ``play_match`` plays it: ``_sim_py.match_tail`` gives the same
+    bytes.
+    """
+    cdef MatchRun m
+    match_start(&m, _rules_of(rules), rng_state, clock_state, first)
+    return write_tail(&m)
+
+
+cdef object seed_of_str(str text):
+    """The int ``random.Random(text)`` seeds from (version 2: the UTF-8 bytes and their
+    SHA-512 digest, read as one big-endian int)."""
+    data = text.encode()
+    return int.from_bytes(data + sha512(data).digest(), "big")
+
+
+cdef class TailWriter:
+    """``_sim_py.TailWriter``: the tails of matches under one ruleset, each played from
+    its seed. The random streams are seeded here, in C, as ``_sim_py.streams`` seeds them
+    (no ``random.Random`` and no state handed over)."""
+
+    cdef _Rules params
+    cdef MT like  # the random module's constants (mt_load of a fresh state)
+
+    def __init__(self, object rules):
+        self.params = _Rules(rules.core_params())
+        mt_load(&self.like, random.Random(0).getstate())
+
+    cdef int start(self, MatchRun* m, object seed, bint think_times) except -1:
+        if not isinstance(seed, int):
+            raise TypeError(f"a seed is an int, not {type(seed).__name__}")
+        m.r = &self.params.r
+        mt_seed(&m.rng, seed, &self.like)
+        m.timed = think_times
+        if think_times:
+            mt_seed(&m.clock, seed_of_str(f"{CLOCK_SEED}{seed}"), &self.like)
+        m.first = randbelow(&m.rng, 4)  # by lot: rng.randrange(4)
+        tally_clear(&m.tally)
+        return 0
+
+    def tail(self, object seed, bint think_times):
+        """``match_tail`` of the plain match played from ``seed``."""
+        cdef MatchRun m
+        self.start(&m, seed, think_times)
+        return write_tail(&m)
+
+    def bot_play(self, object seed, bint think_times):
+        """The same deals as ``tail`` with nothing recorded: the number of plays. For
+        ``bench/bench_simulate.py``, which shows the bots' share of ``tail``."""
+        cdef MatchRun m
+        cdef Played p
+        cdef int number
+        cdef long plays = 0
+        self.start(&m, seed, think_times)
+        for number in range(1, m.r.deal_count + 1):
+            play_deal(&m, number, &p)
+            plays += p.nplays
+        return plays
+

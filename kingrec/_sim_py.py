@@ -2,9 +2,12 @@
 
 ``play_match`` plays every deal of one match with the bots of ``kingrec.bots`` and returns
 what the record needs, one tuple per deal; ``kingrec.simulate`` builds the ``Match`` from
-them. Both twins take the same two random streams (the match's and the think-time clock's,
-as ``random.Random().getstate()``) and give identical tuples. ``play_deals`` also plays the
-reference-only variants: a match abandoned partway and a deal stopped by a penalized revoke.
+them. ``match_tail`` (and ``TailWriter``, from a match's seed) answers the compiled twin's
+faster question, the record's bytes of those deals, here written through the protobuf
+message itself. Both twins take the same two random streams (the match's and the
+think-time clock's, as ``random.Random().getstate()``) and give identical tuples.
+``play_deals`` also plays the reference-only variants: a match abandoned partway and a deal
+stopped by a penalized revoke.
 """
 
 from __future__ import annotations
@@ -16,13 +19,27 @@ from typing import NamedTuple
 from . import _engine_py
 from ._engine_types import END_INCOMPLETE, END_REVOKE, PlayedDeal
 from .bots import choose_contract, choose_play, choose_trump
+from .boundary import deal_to_proto
 from .cards import SUIT_MASKS, mask_of
 from .contracts import Contract
 from .game import DealPlay
 from .rules import FirstDeclarerRule, Ruleset
 from .schedule import ScheduleTally
+from .v1 import record_pb2 as pb
 
-__all__ = ["Clock", "DealResult", "PlayedDeal", "deal_hands", "play_deals", "play_match"]
+__all__ = [
+    "CLOCK_SEED",
+    "Clock",
+    "DealResult",
+    "PlayedDeal",
+    "Streams",
+    "TailWriter",
+    "deal_hands",
+    "match_tail",
+    "play_deals",
+    "play_match",
+    "streams",
+]
 
 
 class DealResult(NamedTuple):
@@ -200,3 +217,57 @@ def play_match(
     rng = random.Random()
     rng.setstate(rng_state)  # type: ignore[arg-type]
     return list(play_deals(rules, rng, Clock(rules, clock_state), first))
+
+
+def match_tail(rules: Ruleset, rng_state: object, clock_state: object | None, first: int) -> bytes:
+    """The wire bytes of one plain match's ``deals`` and ``claimed_totals`` (fields 8 and 9
+    of ``Match``), the deals played as ``play_match`` plays them.
+
+    Protobuf writes a message's fields in number order, so these bytes, after those of the
+    match's fields 1..7, are the whole match's serialization: ``kingrec.simulate`` puts the
+    head before them. ``_sim_c.match_tail`` writes the same bytes without the message.
+    """
+    tail = pb.Match()
+    totals = [0, 0, 0, 0]
+    for number, played in enumerate(play_match(rules, rng_state, clock_state, first), 1):
+        deal_to_proto(tail.deals.add(), rules, number, played)
+        totals = [total + score for total, score in zip(totals, played.scores, strict=True)]
+    tail.claimed_totals.extend(totals)
+    return tail.SerializeToString(deterministic=True)
+
+
+# The think-time rng of the match played from seed s is seeded with CLOCK_SEED + str(s).
+CLOCK_SEED = "kingrec-simulate-think/"
+
+
+class Streams(NamedTuple):
+    """The random streams a match's deals are played from."""
+
+    rng: random.Random  # the match's rng, the first declarer already drawn from it
+    clock_state: object | None  # the think-time rng's state; None: no think times
+    first: int  # the first declarer by lot
+
+
+def streams(seed: int, think_times: bool) -> Streams:
+    """The random streams of the match played from ``seed``."""
+    rng = random.Random(seed)
+    clock_rng = random.Random(f"{CLOCK_SEED}{seed}")
+    first = rng.randrange(4)  # by lot; HOLDER_OF_CARD looks at deal 1's hands instead
+    return Streams(rng, clock_rng.getstate() if think_times else None, first)
+
+
+class TailWriter:
+    """The tails (``match_tail``) of plain matches under one ruleset, each played from its
+    seed. ``_sim_c.TailWriter`` seeds its streams in C and gives the same bytes."""
+
+    def __init__(self, rules: Ruleset) -> None:
+        self.rules = rules
+
+    def tail(self, seed: int, think_times: bool) -> bytes:
+        rng, clock_state, first = streams(seed, think_times)
+        return match_tail(self.rules, rng.getstate(), clock_state, first)
+
+    def bot_play(self, seed: int, think_times: bool) -> int:
+        """The same deals as ``tail`` with nothing recorded: the number of plays."""
+        rng, clock_state, first = streams(seed, think_times)
+        return sum(len(d.plays) for d in play_match(self.rules, rng.getstate(), clock_state, first))

@@ -12,11 +12,12 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Literal
+from typing import IO
 
 from . import jsonl
 from .container import KrecWriter
 from .errors import DamagedFileError
+from .formats import Format, format_for
 from .limits import check_match_limits
 from .records import Damage, RecordFile, open_records
 from .safefile import atomic_output
@@ -24,19 +25,12 @@ from .v1 import record_pb2 as pb
 
 __all__ = ["ConversionSummary", "Format", "convert_file", "format_for", "write_matches"]
 
-Format = Literal["krec", "jsonl"]
-
 
 @dataclass
 class ConversionSummary:
     format: Format
     converted: int = 0
     damage: list[Damage] = field(default_factory=list)
-
-
-def format_for(target: str) -> Format:
-    """The output format a target name asks for: .krec, else JSON Lines (``-`` too)."""
-    return "krec" if target.endswith(".krec") else "jsonl"
 
 
 def _matches(

@@ -15,8 +15,6 @@ they end themselves if the parent process disappears (``kill -9``).
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import multiprocessing.pool
 import os
 import signal
 import sys
@@ -25,14 +23,16 @@ import time
 from collections import deque
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-from . import jsonl
 from .container import KrecWriter
-from .convert import Format, format_for
+from .formats import Format, format_for
 from .rules import PRESETS
 from .safefile import atomic_output
-from .simulate import derive_seed, simulate_match
+from .simulate import RecordSimulator, derive_seed, simulate_match
+
+if TYPE_CHECKING:
+    import multiprocessing.pool
 
 __all__ = [
     "Format",
@@ -68,15 +68,18 @@ def simulate_chunk(
     so it takes only plain values.
     """
     rules = PRESETS[preset]
-    out: list[bytes] = []
+    if fmt == "krec":  # the records' bytes straight from the simulator: no message per deal
+        records = RecordSimulator(rules)
+        out = [records.record(derive_seed(seed, i)) for i in range(start, stop)]
+        return out, rules.deal_count * len(out)  # a plain match plays every deal
+    from . import jsonl  # only here: a .krec run does without it
+
+    out = []
     deals = 0
     for index in range(start, stop):
         match = simulate_match(rules, derive_seed(seed, index))
         deals += len(match.deals)
-        if fmt == "krec":
-            out.append(match.SerializeToString())
-        else:
-            out.append((jsonl.dumps_match(match) + "\n").encode("utf-8"))
+        out.append((jsonl.dumps_match(match) + "\n").encode("utf-8"))
     return out, deals
 
 
@@ -120,6 +123,8 @@ def _chunks(
         for start, stop in bounds:
             yield simulate_chunk(preset, seed, start, stop, fmt)
         return
+    import multiprocessing  # only here: a run on one core does without it
+
     pool = multiprocessing.get_context().Pool(jobs, initializer=_die_with, initargs=(os.getpid(),))
     try:
         pending: deque[multiprocessing.pool.AsyncResult[tuple[list[bytes], int]]] = deque()

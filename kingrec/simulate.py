@@ -2,7 +2,9 @@
 
 ``simulate_match(rules, seed)`` deals, lets the bots of ``kingrec.bots`` choose contracts,
 trumps and cards, and returns a complete ``kingrec.v1.Match`` that the validator accepts
-without a single finding. The same ruleset and seed always give the same bytes.
+without a single finding. The same ruleset and seed always give the same bytes;
+``simulate_match_bytes(rules, seed)`` gives those bytes faster, with no message for the deals
+(the simulator twin writes their wire bytes).
 
 The deals are played by a simulator twin (``kingrec._twins``): the compiled ``_sim_c`` when
 it is built, else the pure-Python reference ``_sim_py``; both give byte-identical matches.
@@ -12,7 +14,6 @@ Abandoned matches and penalized revokes are played by the reference only.
 from __future__ import annotations
 
 import hashlib
-import random
 from collections.abc import Iterator
 
 from . import __version__, _sim_py, _twins
@@ -22,10 +23,12 @@ from .schedule import allowed_contracts
 from .v1 import record_pb2 as pb
 
 __all__ = [
+    "RecordSimulator",
     "allowed_contracts",
     "default_match_id",
     "derive_seed",
     "simulate_match",
+    "simulate_match_bytes",
     "simulate_matches",
 ]
 
@@ -46,6 +49,31 @@ def derive_seed(seed: int, index: int) -> int:
     """The seed of match ``index`` of ``simulate_matches(..., seed)`` (a 63-bit int)."""
     digest = hashlib.blake2b(f"kingrec-simulate/{seed}/{index}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") >> 1
+
+
+def _head(rules: Ruleset, seed: int, match_id: str | None) -> pb.Match:
+    """Fields 1..3 of a simulated match: version, id and metadata."""
+    if match_id is None:
+        match_id = default_match_id(rules, seed)
+    match = pb.Match(format_version=1, match_id=match_id)
+    meta = match.metadata
+    meta.event = "simulation"
+    meta.client_name = "kingrec-simulate"
+    meta.client_version = __version__
+    meta.start_time.seconds = _EPOCH + seed % (5 * 365 * 86_400)
+    meta.tags["seed"] = str(seed)
+    meta.direction = pb.DIRECTION_ANTICLOCKWISE
+    return match
+
+
+def _add_seats_and_rules(match: pb.Match, rules: Ruleset) -> None:
+    """Fields 4 and 5: the players and the ruleset, the same in every match under ``rules``."""
+    for i in range(4):
+        match.players.add(id=f"bot-{i}", name=PLAYER_NAMES[i], seat=i)
+    match.ruleset.CopyFrom(ruleset_to_proto(rules))
+
+
+_COMPLETE_BYTES = pb.Match(status=pb.MATCH_STATUS_COMPLETE).SerializeToString()  # field 6
 
 
 def simulate_match(
@@ -76,25 +104,9 @@ def simulate_match(
             raise ValueError(f"revoke_in_deal must be a deal number 1..{rules.deal_count}")
         if abandon_after is not None and revoke_in_deal > abandon_after:
             raise ValueError("revoke_in_deal comes after the match is abandoned")
-    rng = random.Random(seed)
-    clock_rng = random.Random(f"kingrec-simulate-think/{seed}")
-
-    if match_id is None:
-        match_id = default_match_id(rules, seed)
-    match = pb.Match(format_version=1, match_id=match_id)
-    meta = match.metadata
-    meta.event = "simulation"
-    meta.client_name = "kingrec-simulate"
-    meta.client_version = __version__
-    meta.start_time.seconds = _EPOCH + seed % (5 * 365 * 86_400)
-    meta.tags["seed"] = str(seed)
-    meta.direction = pb.DIRECTION_ANTICLOCKWISE
-    for i in range(4):
-        match.players.add(id=f"bot-{i}", name=PLAYER_NAMES[i], seat=i)
-    match.ruleset.CopyFrom(ruleset_to_proto(rules))
-
-    first = rng.randrange(4)  # by lot; HOLDER_OF_CARD looks at deal 1's hands instead
-    clock_state = clock_rng.getstate() if think_times else None
+    match = _head(rules, seed, match_id)
+    _add_seats_and_rules(match, rules)
+    rng, clock_state, first = _sim_py.streams(seed, think_times)
     if abandon_after is None and revoke_in_deal is None:
         sim = (twins or _twins.ACTIVE).sim
         deals = sim.play_match(rules, rng.getstate(), clock_state, first)
@@ -122,6 +134,48 @@ def simulate_match(
         match.status = pb.MATCH_STATUS_COMPLETE
     match.claimed_totals.extend(totals)
     return match
+
+
+class RecordSimulator:
+    """Simulated plain matches (complete, no revoke) under one ruleset, as record bytes:
+    ``record(seed)`` is ``simulate_match(rules, seed).SerializeToString()``, written without
+    building the message.
+
+    Protobuf writes a message's fields in number order, so a record is its parts' bytes end
+    to end: the head (fields 1..3: version, id, metadata) built as ``simulate_match`` builds
+    it, the players, ruleset and status (4, 5, 6), serialized once, then the deals and
+    totals (8, 9), which the simulator twin plays and writes (``TailWriter``).
+    """
+
+    def __init__(
+        self, rules: Ruleset, *, think_times: bool = True, twins: _twins.Twins | None = None
+    ) -> None:
+        self.rules = rules
+        self.think_times = think_times
+        fixed = pb.Match()
+        _add_seats_and_rules(fixed, rules)
+        self._fixed = fixed.SerializeToString() + _COMPLETE_BYTES
+        self._tails = (twins or _twins.ACTIVE).sim.TailWriter(rules)
+
+    def record(self, seed: int, match_id: str | None = None) -> bytes:
+        """The record of the match played from ``seed``."""
+        head = _head(self.rules, seed, match_id).SerializeToString()
+        tail: bytes = self._tails.tail(seed, self.think_times)
+        return head + self._fixed + tail
+
+
+def simulate_match_bytes(
+    rules: Ruleset,
+    seed: int,
+    *,
+    match_id: str | None = None,
+    think_times: bool = True,
+    twins: _twins.Twins | None = None,
+) -> bytes:
+    """The bytes of ``simulate_match(rules, seed, ...)`` (a plain match: complete, no revoke),
+    as ``SerializeToString()`` writes them, without building the message
+    (``RecordSimulator``, which a run of many matches under one ruleset uses once)."""
+    return RecordSimulator(rules, think_times=think_times, twins=twins).record(seed, match_id)
 
 
 def simulate_matches(
