@@ -10,8 +10,9 @@ connection of its own), so the server shares no interpreter with them; on a smal
 they still share its cores, so every figure comes with the server's CPU time per unit, the
 figure that does not depend on what else runs.
 
-* floor: what gRPC itself costs: the Validate load against a bare grpc.aio server whose one
-  method does nothing.
+* floor: what gRPC itself costs: the Validate load against a bare grpc.aio server (the same
+  settings as ``kingrec serve``'s, ``SERVER_OPTIONS``) whose one method does nothing with the
+  request's bytes.
 * Validate: records/s with 16 concurrent clients, each sending a simulated classic match
   (a different one each call) as its serialized bytes. Target >= 0.85 x the floor measured
   in the same run (issue 17; the old 2,000 records/s is withdrawn).
@@ -58,6 +59,7 @@ from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 from kingrec_cli.publish import live_requests
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
+from kingrec_service.server import SERVER_OPTIONS
 
 KINGREC = Path(sys.executable).parent / "kingrec"
 OUT = Path(__file__).resolve().parent / "out"
@@ -260,14 +262,15 @@ async def bench_validate_stream(address: str, pid: int, count: int) -> None:
 
 
 def _floor_server(conn: Connection) -> None:
-    """A bare grpc.aio server with one unary method that does nothing (bytes in, b"" out)."""
+    """A bare grpc.aio server with one unary method that does nothing (bytes in, b"" out),
+    with the settings of ``kingrec serve``."""
 
     async def run() -> None:
         async def empty(request: bytes, context: object) -> bytes:
             return b""
 
         handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.unary_unary_rpc_method_handler(empty)
-        server = grpc.aio.server()
+        server = grpc.aio.server(options=SERVER_OPTIONS)
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler("kingrec.bench.Floor", {"Empty": handler}),)
         )
