@@ -4,10 +4,10 @@ The library judges (``kingrec_service.records``); this module only puts the verd
 responses, encoded here: each verdict is encoded once and a response is the concatenation of
 its fields (``kingrec_service.wire``), the bytes ``SerializeToString`` gives for the same
 message. A record the compiled checker vouched for (``records.Vouched``) is encoded as its
-report without one being made. A response's verdicts are kept to ``VERDICT_BYTES``, well
-under the 4 MiB a client receives by default (``kingrec_service.server.MAX_RESPONSE_BYTES``):
-a 4 MiB request of tiny frames can hold hundreds of thousands of records, each with a
-verdict.
+report without a report being made, a report without findings without its message
+(``convert.report_bytes``). A response's verdicts are kept to ``VERDICT_BYTES``, well under
+the 4 MiB a client receives by default (``kingrec_service.server.MAX_RESPONSE_BYTES``): a
+4 MiB request of tiny frames can hold hundreds of thousands of records, each with a verdict.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from collections.abc import Iterator, Sequence
 
 from kingrec.container import FILE_HEADER_SIZE
 from kingrec.errors import LimitError
-from kingrec.findings import MatchReport
+from kingrec.findings import Location, MatchReport
 from kingrec.records import Damage
 from kingrec.v1 import service_pb2 as svc
 
-from .convert import report_json, report_to_proto, verdict_into
+from .convert import clean_report_bytes, location_bytes, report_bytes, report_json, verdict_into
 from .records import Vouched, record_verdicts, stream_verdicts
 from .wire import delimited, varint
 
@@ -42,7 +42,7 @@ def validate_response(record: svc.Record) -> bytes:
     verdict."""
     items = record_verdicts(record)
     if len(items) == 1 and isinstance(items[0], MatchReport):
-        report = report_to_proto(items[0]).SerializeToString()  # encoded once, sent twice
+        report = report_bytes(items[0])  # encoded once, sent twice
         encoded = b"".join(
             (
                 delimited(_REPORT, report),
@@ -67,8 +67,9 @@ def stream_responses(index: int, records: Sequence[svc.Record]) -> Iterator[byte
     head = _STREAM_REQUEST + varint(index) if index else b""  # proto3 leaves out a 0
     parts = [head]
     size = 0
+    places: dict[str, bytes] = {}  # a vouched-for record's location, by its name
     for item in stream_verdicts(records):
-        entry = delimited(_STREAM_VERDICT, verdict_bytes(item))
+        entry = delimited(_STREAM_VERDICT, verdict_bytes(item, places))
         if size + len(entry) > VERDICT_BYTES and len(parts) > 1:
             yield b"".join(parts)  # this verdict goes first into the next response
             parts, size = [head], 0
@@ -78,33 +79,22 @@ def stream_responses(index: int, records: Sequence[svc.Record]) -> Iterator[byte
     yield b"".join(parts)
 
 
-def verdict_bytes(item: MatchReport | Damage | Vouched) -> bytes:
+def verdict_bytes(
+    item: MatchReport | Damage | Vouched, places: dict[str, bytes] | None = None
+) -> bytes:
     """The encoded ``Verdict`` of a report, damage or vouched-for record: what
-    ``convert.verdict_into`` fills in for it, serialized."""
+    ``convert.verdict_into`` fills in for it, serialized (``places``: the encoded locations
+    of vouched-for records, by name, kept between calls)."""
     if type(item) is Vouched:
-        return delimited(_REPORT, _vouched_report(item))
-    assert isinstance(item, MatchReport | Damage)
+        place = None if places is None else places.get(item.name)
+        if place is None:
+            place = location_bytes(Location(item.name, 0, FILE_HEADER_SIZE))
+            if places is not None:
+                places[item.name] = place
+        return delimited(_REPORT, clean_report_bytes(item.match_id, place, item.deals))
+    if type(item) is MatchReport:
+        return delimited(_REPORT, report_bytes(item))
+    assert isinstance(item, Damage)
     msg = svc.Verdict()
     verdict_into(msg, item)
     return msg.SerializeToString()
-
-
-# Location(name, 0, FILE_HEADER_SIZE) past its file: frame = 2 and offset = 3, both set.
-_FIRST_FRAME = b"\x10\x00\x18" + varint(FILE_HEADER_SIZE)
-
-
-def _vouched_report(item: Vouched) -> bytes:
-    """The Report of a record the checker vouched for, as ``convert`` fills one in:
-    match_id = 1 (left out when empty, as proto3 leaves it out), location = 2 (its file left
-    out when empty), valid = 3 (true), deals = 4 (left out when 0), no findings."""
-    name = item.name.encode("utf-8")
-    location = delimited(b"\x0a", name) + _FIRST_FRAME if name else _FIRST_FRAME
-    match_id = item.match_id.encode("utf-8")
-    return b"".join(
-        (
-            delimited(b"\x0a", match_id) if match_id else b"",
-            delimited(b"\x12", location),
-            b"\x18\x01",
-            b"\x20" + varint(item.deals) if item.deals else b"",
-        )
-    )

@@ -17,7 +17,14 @@ from kingrec.simulate import derive_seed, simulate_match
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 from kingrec_service import ServiceConfig, running_server
-from kingrec_service.convert import report_json, report_to_proto, verdict_into
+from kingrec_service.convert import (
+    location_bytes,
+    location_to_proto,
+    report_bytes,
+    report_json,
+    report_to_proto,
+    verdict_into,
+)
 from kingrec_service.records import Vouched, record_verdicts, stream_verdicts
 from kingrec_service.validating import stream_responses, validate_response, verdict_bytes
 from kingrec_service.wire import delimited, encode_varint, varint
@@ -182,3 +189,27 @@ def test_clients_built_from_the_proto_read_the_encoded_responses(tmp_path: Path)
     assert all(v.report.valid for v in responses[0].verdicts)
     assert len(responses[1].verdicts) == 4 + 10
     assert responses[1].verdicts[3].damage.code == "FRAME_CORRUPT"
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        Location(),
+        Location("a.jsonl", line=7),
+        Location("f.krec", 0, FILE_HEADER_SIZE),
+        Location("ş", 2**32 - 1, 2**64 - 1),
+        Location("", None, 12),
+    ],
+)
+def test_a_report_without_findings_encodes_as_its_message(location: Location) -> None:
+    for match_id, deals in (("m", 20), ("", 0), ("♥" * 70, 1)):
+        report = MatchReport(match_id, location, deals=deals)
+        assert report_bytes(report) == report_to_proto(report).SerializeToString()
+        assert location_bytes(location) == location_to_proto(location).SerializeToString()
+
+
+def test_a_report_with_findings_encodes_as_its_message(tmp_path: Path) -> None:
+    invalid = _matches(f"invalid/{INVALID.name}")[0]
+    (report,) = record_verdicts(svc.Record(match=invalid, name="bad"))
+    assert isinstance(report, MatchReport) and report.findings
+    assert report_bytes(report) == report_to_proto(report).SerializeToString()
