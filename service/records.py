@@ -136,11 +136,7 @@ def judge_record(record: svc.Record) -> MatchReport:
     form = _form(record)
     payload = _payload(record, form)
     if payload is not None:
-        _check_frame_size(payload)
-        verdict = validate_payload(payload, Location(record.name, 0, FILE_HEADER_SIZE))
-        if isinstance(verdict, Damage):
-            raise _not_a_match(payload)
-        return verdict
+        return _judge_frame(record.name, payload)
     what = "json text" if form == "json" else ".krec file"
     items: list[object] = []
     for item in islice(validate_records(_file(record, form)), 2):
@@ -154,6 +150,15 @@ def judge_record(record: svc.Record) -> MatchReport:
     return only
 
 
+def _judge_frame(name: str, payload: bytes) -> MatchReport:
+    """The report of a record given as one match (its bytes), as frame 0 of a file ``name``."""
+    _check_frame_size(payload)
+    verdict = validate_payload(payload, Location(name, 0, FILE_HEADER_SIZE))
+    if isinstance(verdict, Damage):
+        raise _not_a_match(payload)
+    return verdict
+
+
 def record_verdicts(record: svc.Record) -> list[Judged]:
     """Every verdict ``kingrec validate --json --all`` gives for a file holding this record,
     in order: one report for a match, a frame's bytes or a file of one record; for a whole
@@ -161,8 +166,9 @@ def record_verdicts(record: svc.Record) -> list[Judged]:
     Raises as ``judge_record`` for what holds no record at all (a file of nothing but one
     damaged stretch is unreadable, as before)."""
     form = _form(record)
-    if _payload(record, form) is not None:
-        return [judge_record(record)]
+    payload = _payload(record, form)
+    if payload is not None:
+        return [_judge_frame(record.name, payload)]
     items = list(islice(_file_verdicts(record, form), MAX_VERDICTS + 1))
     if len(items) > MAX_VERDICTS:
         raise _too_many(record.name)
