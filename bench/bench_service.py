@@ -1,6 +1,6 @@
 """The gRPC service under load: Validate, Watch (live fan-out), Replay and Upload.
 
-    python bench/bench_service.py [--seconds 5] [--viewers 100] [--rate 10,100]
+    python bench/bench_service.py [--seconds 5] [--rounds 5] [--viewers 100] [--rate 10,100]
         [--watch-seconds 10] [--watch-flush MS] [--processes 2] [--upload 20000]
         [--only floor,validate,stream,watch,replay,upload]
 
@@ -10,11 +10,15 @@ connection of its own), so the server shares no interpreter with them; on a smal
 they still share its cores, so every figure comes with the server's CPU time per unit, the
 figure that does not depend on what else runs.
 
-* floor: what gRPC itself costs: the Validate load against a bare grpc.aio server whose one
-  method does nothing.
+* floor: what gRPC itself costs: the Validate load against a bare grpc.aio server (the same
+  settings as ``kingrec serve``'s, ``SERVER_OPTIONS``) whose one method does nothing with the
+  request's bytes.
 * Validate: records/s with 16 concurrent clients, each sending a simulated classic match
   (a different one each call) as its serialized bytes. Target >= 0.85 x the floor measured
-  in the same run (issue 17; the old 2,000 records/s is withdrawn).
+  in the same run (issue 17; the old 2,000 records/s is withdrawn). The two take turns,
+  ``--rounds`` of Validate each between two of the floor (``--seconds`` of Validate in all),
+  on the same client connections: on a shared machine the load moves within seconds, and
+  each round's ratio is taken against the floor rounds on either side of it.
 * ValidateStream: the classic matches of the Upload file (below), 800 a message over one
   connection, then the compiled checker alone on the same frames. Target >= 0.5 x the fast
   path in records/s.
@@ -58,6 +62,7 @@ from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 from kingrec_cli.publish import live_requests
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
+from kingrec_service.server import SERVER_OPTIONS
 
 KINGREC = Path(sys.executable).parent / "kingrec"
 OUT = Path(__file__).resolve().parent / "out"
@@ -119,100 +124,167 @@ PER_REQUEST = 800  # records per ValidateStream message: ~3.9 MB of classic matc
 EMPTY = "/kingrec.bench.Floor/Empty"  # the bare gRPC server's one method (see bench_floor)
 
 
+# A unary target: its name, address, server pid and method.
+Target = tuple[str, str, int, str]
+
+
 def _unary_process(
-    address: str, method: str, requests: list[bytes], clients: list[int], stride: int,
+    targets: list[Target], requests: list[bytes], clients: list[int], stride: int,
     conn: Connection,
 ) -> None:  # fmt: skip
-    """Clients ``clients`` of ``stride``, each on a connection of its own, calling ``method``
-    with their share of ``requests`` once told until when: (calls, this process's CPU s)."""
-    asyncio.run(_unary_clients(address, method, requests, clients, stride, conn))
+    """Clients ``clients`` of ``stride``, each on a connection of its own to every target,
+    calling the target they are told with their share of ``requests`` until the time they
+    are told, round after round: (calls, this process's CPU s) each round."""
+    asyncio.run(_unary_clients(targets, requests, clients, stride, conn))
 
 
 async def _unary_clients(
-    address: str, method: str, requests: list[bytes], clients: list[int], stride: int,
+    targets: list[Target], requests: list[bytes], clients: list[int], stride: int,
     conn: Connection,
 ) -> None:  # fmt: skip
-    done = 0
-    check = method == VALIDATE
+    calls: dict[str, list[grpc.aio.UnaryUnaryMultiCallable[bytes, bytes]]] = {}
+    channels = []
+    for name, address, _, method in targets:
+        calls[name] = []
+        for _ in clients:
+            channel = grpc.aio.insecure_channel(address, OWN)
+            channels.append(channel)
+            calls[name].append(channel.unary_unary(method))
+            await calls[name][-1](requests[0])  # connected and warm
+    conn.send("ready")
 
-    async def client(channel: grpc.aio.Channel, k: int, stop: float) -> None:
-        nonlocal done
-        call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(method)
+    async def client(
+        call: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes], k: int, stop: float,
+        answers: list[bytes],
+    ) -> None:  # fmt: skip
         i = k
         while time.monotonic() < stop:
-            response = await call(requests[i % len(requests)])
-            assert not check or svc.ValidateResponse.FromString(response).report.valid
-            done += 1
+            answers.append(await call(requests[i % len(requests)]))
             i += stride
 
-    channels = [grpc.aio.insecure_channel(address, OWN) for _ in clients]
-    for channel in channels:  # connected and warm
-        warm: grpc.aio.UnaryUnaryMultiCallable[bytes, bytes] = channel.unary_unary(method)
-        await warm(requests[0])
-    conn.send("ready")
-    stop = await asyncio.to_thread(conn.recv)
-    cpu = time.process_time()
-    await asyncio.gather(*(client(c, k, stop) for c, k in zip(channels, clients, strict=True)))
-    cpu = time.process_time() - cpu
+    while (order := await asyncio.to_thread(conn.recv)) is not None:
+        name, stop = order
+        answers: list[bytes] = []
+        cpu = time.process_time()
+        mine = zip(calls[name], clients, strict=True)
+        await asyncio.gather(*(client(c, k, stop, answers) for c, k in mine))
+        cpu = time.process_time() - cpu
+        if name == "validate":  # checked once the round is over: the load is the calls
+            assert all(svc.ValidateResponse.FromString(a).report.valid for a in answers)
+        conn.send((len(answers), cpu))
     for channel in channels:
         await channel.close()
-    conn.send((done, cpu))
 
 
-async def _unary_load(
-    address: str, pid: int, method: str, requests: list[bytes], seconds: float, clients: int,
-    procs: int,
-) -> tuple[int, float, float, float]:  # fmt: skip
-    """``clients`` concurrent clients in ``procs`` processes calling ``method`` for
-    ``seconds``: (calls, seconds, server CPU s, clients' CPU s)."""
+def _floor_process(conn: Connection) -> None:
+    """A bare grpc.aio server with one unary method that does nothing (bytes in, b"" out),
+    with the settings of ``kingrec serve``."""
+
+    async def run() -> None:
+        async def empty(request: bytes, context: object) -> bytes:
+            return b""
+
+        handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.unary_unary_rpc_method_handler(empty)
+        server = grpc.aio.server(options=SERVER_OPTIONS)
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler("kingrec.bench.Floor", {"Empty": handler}),)
+        )
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        conn.send(port)
+        await server.wait_for_termination()
+
+    asyncio.run(run())
+
+
+async def bench_unary(
+    kingrec: tuple[str, int] | None, payloads: list[bytes], seconds: float, clients: int,
+    procs: int, rounds: int, floor: bool,
+) -> None:  # fmt: skip
+    """The floor (a bare grpc.aio server whose method does nothing, in a process of its own)
+    and unary Validate of ``kingrec``, under the same load, in alternating rounds of
+    ``seconds / rounds`` each (floor, Validate, floor, …, floor), so that both see the same
+    machine: each Validate round's rate over the mean of the floor rounds beside it. The
+    target is the median of those ratios (>= 0.85)."""
+    requests = [
+        svc.ValidateRequest(record=svc.Record(krec=p)).SerializeToString() for p in payloads
+    ]
     context = multiprocessing.get_context("spawn")
+    targets: list[Target] = []
+    floor_process = None
+    if floor:
+        parent, child = context.Pipe()
+        floor_process = context.Process(target=_floor_process, args=(child,), daemon=True)
+        floor_process.start()
+        port = await asyncio.to_thread(parent.recv)
+        assert floor_process.pid is not None
+        targets.append(("floor", f"127.0.0.1:{port}", floor_process.pid, EMPTY))
+    if kingrec is not None:
+        targets.append(("validate", kingrec[0], kingrec[1], VALIDATE))
     pipes = [context.Pipe() for _ in range(procs)]
     workers = [
         context.Process(
             target=_unary_process,
-            args=(address, method, requests, list(range(k, clients, procs)), clients, child),
+            args=(targets, requests, list(range(k, clients, procs)), clients, child),
         )
         for k, (_, child) in enumerate(pipes)
     ]
     for worker in workers:
         worker.start()
-    for parent, _ in pipes:
-        assert await asyncio.to_thread(parent.recv) == "ready"
-    cpu = cpu_seconds(pid)
-    started = time.monotonic()
-    for parent, _ in pipes:
-        parent.send(started + seconds)
-    outcomes = [await asyncio.to_thread(parent.recv) for parent, _ in pipes]
-    elapsed = time.monotonic() - started
-    cpu = cpu_seconds(pid) - cpu
-    for worker in workers:
-        worker.join(60)
-    return sum(n for n, _ in outcomes), elapsed, cpu, sum(c for _, c in outcomes)
-
-
-async def bench_validate(
-    address: str,
-    pid: int,
-    records: list[bytes],
-    seconds: float,
-    clients: int,
-    procs: int,
-    floor: float | None,
-) -> None:
-    """Unary Validate under the floor's load; the target is the ratio to the floor measured
-    in the same run (>= 0.85)."""
-    requests = [svc.ValidateRequest(record=svc.Record(krec=r)).SerializeToString() for r in records]
-    done, elapsed, cpu, client_cpu = await _unary_load(
-        address, pid, VALIDATE, requests, seconds, clients, procs
-    )
-    rate = done / elapsed
-    print(f"Validate: {rate:,.0f} records/s with {clients} concurrent clients (in {procs} "
-          f"processes, a connection each; {done} calls in {elapsed:.1f} s; server CPU "
-          f"{cpu:.1f} s = {cpu / done * 1000:.3f} ms per call, {done / cpu:,.0f} records per "
-          f"CPU-second; clients' CPU {client_cpu / done * 1000:.3f} ms per call)")  # fmt: skip
-    if floor:
-        verdict = "ok" if rate >= 0.85 * floor else "BELOW TARGET"
-        print(f"  Validate / gRPC floor: {rate / floor:.2f}; target >= 0.85: {verdict}")
+    try:
+        for parent, _ in pipes:
+            assert await asyncio.to_thread(parent.recv) == "ready"
+        span = seconds / rounds
+        order = [t for _ in range(rounds) for t in targets] + targets[:1] * (len(targets) > 1)
+        measured: list[tuple[str, int, float, float, float]] = []
+        for name, _, pid, _ in order:
+            cpu = cpu_seconds(pid)
+            started = time.monotonic()
+            for parent, _ in pipes:
+                parent.send((name, started + span))
+            outcomes = [await asyncio.to_thread(parent.recv) for parent, _ in pipes]
+            elapsed = time.monotonic() - started
+            done = sum(n for n, _ in outcomes)
+            measured.append(
+                (name, done, elapsed, cpu_seconds(pid) - cpu, sum(c for _, c in outcomes))
+            )
+        for parent, _ in pipes:
+            parent.send(None)
+        for worker in workers:
+            worker.join(60)
+    finally:
+        if floor_process is not None:
+            floor_process.kill()
+            floor_process.join()
+    for name in (t[0] for t in targets):
+        mine = [m for m in measured if m[0] == name]
+        done = sum(m[1] for m in mine)
+        elapsed, cpu, client_cpu = (sum(m[2] for m in mine), sum(m[3] for m in mine),
+                                    sum(m[4] for m in mine))  # fmt: skip
+        what = (
+            "gRPC floor (a bare grpc.aio server on kingrec serve's settings, a method that "
+            "does nothing, the Validate load)"
+            if name == "floor"
+            else f"Validate ({clients} concurrent clients in {procs} processes, a connection "
+            "each; a simulated classic match a call)"
+        )
+        print(f"{what}: {done / elapsed:,.0f} calls/s ({done} calls in {elapsed:.1f} s); "
+              f"server CPU {cpu / done * 1000:.3f} ms per call = {done / cpu:,.0f} calls per "
+              f"CPU-second; clients' CPU {client_cpu / done * 1000:.3f} ms per call")  # fmt: skip
+    if len(targets) < 2:
+        return
+    walls, cpus = [], []
+    for i in range(1, len(measured), 2):  # each Validate round between two floor rounds
+        before, validate, after = measured[i - 1], measured[i], measured[i + 1]
+        floor_rate = (before[1] / before[2] + after[1] / after[2]) / 2
+        walls.append(validate[1] / validate[2] / floor_rate)
+        floor_ms = (before[3] / before[1] + after[3] / after[1]) / 2
+        cpus.append(floor_ms / (validate[3] / validate[1]))
+    wall, by_cpu = statistics.median(walls), statistics.median(cpus)
+    verdict = "ok" if wall >= 0.85 else "BELOW TARGET"
+    print(f"  Validate / gRPC floor: {wall:.2f} (median of {len(walls)} rounds, "
+          f"{min(walls):.2f}-{max(walls):.2f}); by the server's CPU per call {by_cpu:.2f} "
+          f"({min(cpus):.2f}-{max(cpus):.2f}); target >= 0.85: {verdict}")  # fmt: skip
 
 
 async def bench_validate_stream(address: str, pid: int, count: int) -> None:
@@ -257,50 +329,6 @@ async def bench_validate_stream(address: str, pid: int, count: int) -> None:
           f"CPU-second)")  # fmt: skip
     print(f"  ValidateStream / fast path: {rate / local:.2f} wall, {local_cpu / cpu:.2f} by "
           f"CPU time; target >= 0.5: {verdict}")  # fmt: skip
-
-
-def _floor_server(conn: Connection) -> None:
-    """A bare grpc.aio server with one unary method that does nothing (bytes in, b"" out)."""
-
-    async def run() -> None:
-        async def empty(request: bytes, context: object) -> bytes:
-            return b""
-
-        handler: grpc.RpcMethodHandler[bytes, bytes] = grpc.unary_unary_rpc_method_handler(empty)
-        server = grpc.aio.server()
-        server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler("kingrec.bench.Floor", {"Empty": handler}),)
-        )
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        conn.send(port)
-        await server.wait_for_termination()
-
-    asyncio.run(run())
-
-
-async def bench_floor(records: list[bytes], seconds: float, clients: int, procs: int) -> float:
-    """What gRPC itself costs a call: the Validate load against a method that does nothing
-    (its calls/s)."""
-    requests = [svc.ValidateRequest(record=svc.Record(krec=r)).SerializeToString() for r in records]
-    context = multiprocessing.get_context("spawn")
-    parent, child = context.Pipe()
-    process = context.Process(target=_floor_server, args=(child,), daemon=True)
-    process.start()
-    try:
-        port = await asyncio.to_thread(parent.recv)
-        assert process.pid is not None
-        done, elapsed, cpu, client_cpu = await _unary_load(
-            f"127.0.0.1:{port}", process.pid, EMPTY, requests, seconds, clients, procs
-        )
-    finally:
-        process.kill()
-        process.join()
-    print(f"gRPC floor (a bare grpc.aio server, a method that does nothing, the Validate "
-          f"load): {done / elapsed:,.0f} calls/s; server CPU {cpu / done * 1000:.3f} ms per "
-          f"call = {done / cpu:,.0f} calls per CPU-second; clients' CPU "
-          f"{client_cpu / done * 1000:.3f} ms per call")  # fmt: skip
-    return done / elapsed
 
 
 # -- Watch ------------------------------------------------------------------------------------
@@ -543,11 +571,12 @@ async def main(args: argparse.Namespace) -> None:
             f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         )
         payloads = [m.SerializeToString() for m in sample]
-        floor = None
-        if "floor" in only:
-            floor = await bench_floor(payloads, args.seconds, 16, args.processes)
-        if "validate" in only:
-            await bench_validate(address, pid, payloads, args.seconds, 16, args.processes, floor)
+        if "floor" in only or "validate" in only:
+            kingrec = (address, pid) if "validate" in only else None
+            await bench_unary(
+                kingrec, payloads, args.seconds, 16, args.processes, args.rounds,
+                "floor" in only,
+            )  # fmt: skip
         if "stream" in only:
             await bench_validate_stream(address, pid, args.upload)
         if "watch" in only:
@@ -576,6 +605,9 @@ if __name__ == "__main__":
         "--watch-flush", type=float, help="the server's --watch-flush (ms; default its own)"
     )
     parser.add_argument("--processes", type=int, default=2, help="client processes")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="Validate rounds, each between two floor rounds"
+    )
     parser.add_argument("--upload", type=int, default=20_000, help="matches to upload")
     parser.add_argument(
         "--only",

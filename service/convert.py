@@ -1,4 +1,5 @@
-"""Library values -> service messages: reports and findings, in named ``*_to_proto`` functions.
+"""Library values -> service messages: reports and findings, in named ``*_to_proto`` functions;
+a report encoded at once (``report_bytes``) for responses put together from encoded parts.
 
 The report's JSON text is the very line ``kingrec validate --json`` prints for it.
 """
@@ -17,11 +18,16 @@ from kingrec.store.ingest import DUPLICATE, REJECTED, STORED, STORED_INVALID, Re
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 
+from .wire import delimited, varint
+
 __all__ = [
+    "clean_report_bytes",
     "damage_to_proto",
     "finding_to_proto",
+    "location_bytes",
     "location_to_proto",
     "rejected_verdict",
+    "report_bytes",
     "report_json",
     "report_to_proto",
     "stored_summary",
@@ -84,6 +90,43 @@ def _report_into(msg: svc.Report, report: MatchReport) -> None:
     msg.deals = report.deals
     if report.findings:
         msg.findings.extend(finding_to_proto(f) for f in report.findings)
+
+
+def report_bytes(report: MatchReport) -> bytes:
+    """``report_to_proto(report).SerializeToString()``; a report without findings (most of
+    them) is encoded here without making the message."""
+    if report.findings:
+        return report_to_proto(report).SerializeToString()
+    return clean_report_bytes(report.match_id, location_bytes(report.location), report.deals)
+
+
+def location_bytes(location: Location) -> bytes:
+    """``location_to_proto(location).SerializeToString()``: file = 1 (left out when empty, as
+    proto3 leaves it out), the optional frame = 2, offset = 3 and line = 4 when set."""
+    file = location.file.encode("utf-8")
+    return b"".join(
+        (
+            delimited(b"\x0a", file) if file else b"",
+            b"" if location.frame is None else b"\x10" + varint(location.frame),
+            b"" if location.offset is None else b"\x18" + varint(location.offset),
+            b"" if location.line is None else b"\x20" + varint(location.line),
+        )
+    )
+
+
+def clean_report_bytes(match_id: str, location: bytes, deals: int) -> bytes:
+    """The encoded Report of a record with no findings, as ``report_to_proto`` makes it:
+    match_id = 1 (left out when empty), location = 2 (``location_bytes``), valid = 3 (true),
+    deals = 4 (left out when 0)."""
+    mid = match_id.encode("utf-8")
+    return b"".join(
+        (
+            delimited(b"\x0a", mid) if mid else b"",
+            delimited(b"\x12", location),
+            b"\x18\x01",
+            b"\x20" + varint(deals) if deals else b"",
+        )
+    )
 
 
 def damage_to_proto(damage: Damage) -> svc.Damage:

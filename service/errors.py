@@ -2,9 +2,9 @@
 
 Servicers decide nothing about errors: they let the library's ``KingrecError`` subclasses
 (and the service's own ones below, which subclass it too) propagate, and
-``kingrec_service.interceptors.ErrorInterceptor`` ends the call with the status this table
-gives, the error's message as the details and its stable code in the trailing metadata
-``kingrec-code``. Anything not in the table is a bug: INTERNAL, one log line.
+``kingrec_service.methods.guard`` (every method wrapped once) ends the call with the status
+this table gives, the error's message as the details and its stable code in the trailing
+metadata ``kingrec-code``. Anything not in the table is a bug: INTERNAL, one log line.
 """
 
 from __future__ import annotations

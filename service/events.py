@@ -27,6 +27,9 @@ from kingrec.rules import Ruleset
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 
+from .wire import VARINTS as _V
+from .wire import varint as _varint
+
 __all__ = ["Event", "EventWriter", "from_position", "record_events", "response"]
 
 
@@ -59,23 +62,6 @@ def response(events: Iterable[Event], seat: int | None = None) -> bytes:
 
 
 # -- the wire format -----------------------------------------------------------------------------
-
-
-def _encode_varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-# Every varint below 2**14 (all of a card's or trick's numbers), looked up rather than made.
-_V = [_encode_varint(n) for n in range(1 << 14)]
-
-
-def _varint(n: int) -> bytes:
-    return _V[n] if n < 0x4000 else _encode_varint(n)
 
 
 def _zigzag(n: int) -> int:

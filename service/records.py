@@ -14,12 +14,13 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator, Sequence
 from itertools import islice
+from typing import NamedTuple
 
 from google.protobuf.message import DecodeError
 
 from kingrec.container import FILE_HEADER_SIZE, MAGIC
 from kingrec.errors import KingrecError, LimitError
-from kingrec.fastcheck import validate_payload, validate_payloads
+from kingrec.fastcheck import BATCH, checker_of, judge_payload, validate_payload
 from kingrec.findings import CleanMatches, Location, MatchReport
 from kingrec.jsonl import loads_match
 from kingrec.limits import MAX_FRAME_BYTES, check_match_limits, scan_match_limits
@@ -33,6 +34,7 @@ from .errors import BadRequestError, UnreadableRecordError
 __all__ = [
     "MAX_VERDICTS",
     "Judged",
+    "Vouched",
     "judge_record",
     "match_of_record",
     "payload_of_record",
@@ -41,6 +43,17 @@ __all__ = [
 ]
 
 Judged = MatchReport | Damage  # what is found at one place of a record file
+
+
+class Vouched(NamedTuple):
+    """A record the compiled checker vouched for (``kingrec.fastcheck``): its report is
+    ``MatchReport(match_id, Location(name, 0, FILE_HEADER_SIZE), deals=deals)``, no
+    findings. ValidateStream encodes it as that report without making one."""
+
+    match_id: str
+    deals: int
+    name: str
+
 
 # Verdicts one request may ask for. A 4 MiB message of real matches holds ~850 classic ones;
 # of empty frames or empty records it could hold a million, each judged by the reference
@@ -123,11 +136,7 @@ def judge_record(record: svc.Record) -> MatchReport:
     form = _form(record)
     payload = _payload(record, form)
     if payload is not None:
-        _check_frame_size(payload)
-        verdict = validate_payload(payload, Location(record.name, 0, FILE_HEADER_SIZE))
-        if isinstance(verdict, Damage):
-            raise _not_a_match(payload)
-        return verdict
+        return _judge_frame(record.name, payload)
     what = "json text" if form == "json" else ".krec file"
     items: list[object] = []
     for item in islice(validate_records(_file(record, form)), 2):
@@ -141,6 +150,15 @@ def judge_record(record: svc.Record) -> MatchReport:
     return only
 
 
+def _judge_frame(name: str, payload: bytes) -> MatchReport:
+    """The report of a record given as one match (its bytes), as frame 0 of a file ``name``."""
+    _check_frame_size(payload)
+    verdict = validate_payload(payload, Location(name, 0, FILE_HEADER_SIZE))
+    if isinstance(verdict, Damage):
+        raise _not_a_match(payload)
+    return verdict
+
+
 def record_verdicts(record: svc.Record) -> list[Judged]:
     """Every verdict ``kingrec validate --json --all`` gives for a file holding this record,
     in order: one report for a match, a frame's bytes or a file of one record; for a whole
@@ -148,8 +166,9 @@ def record_verdicts(record: svc.Record) -> list[Judged]:
     Raises as ``judge_record`` for what holds no record at all (a file of nothing but one
     damaged stretch is unreadable, as before)."""
     form = _form(record)
-    if _payload(record, form) is not None:
-        return [judge_record(record)]
+    payload = _payload(record, form)
+    if payload is not None:
+        return [_judge_frame(record.name, payload)]
     items = list(islice(_file_verdicts(record, form), MAX_VERDICTS + 1))
     if len(items) > MAX_VERDICTS:
         raise _too_many(record.name)
@@ -176,23 +195,31 @@ def _file_verdicts(record: svc.Record, form: str) -> Iterator[Judged]:
         yield item
 
 
-def stream_verdicts(records: Sequence[svc.Record]) -> list[Judged]:
+def stream_verdicts(records: Sequence[svc.Record]) -> list[Judged | Vouched]:
     """The verdicts of a ValidateStream request's records, in order, each record judged on
     its own as ``record_verdicts`` judges it; a record that cannot be read gets damage in its
     place instead of failing the request (BAD_REQUEST for an empty one or a file of no
-    record). Frames' bytes and messages go through the compiled checker in batches.
-    ``LimitError`` for a request of more than ``MAX_VERDICTS`` verdicts (nothing judged
-    past them)."""
+    record). Frames' bytes and messages go through the compiled checker in batches; those it
+    vouches for come as ``Vouched``. ``LimitError`` for a request of more than
+    ``MAX_VERDICTS`` verdicts (nothing judged past them)."""
     if len(records) > MAX_VERDICTS:
         raise _too_many("")
-    out: list[Judged] = []
+    out: list[Judged | Vouched] = []
     payloads: list[bytes] = []
-    locations: list[Location] = []
+    names: list[str] = []
+    checker = checker_of()
 
     def flush() -> None:
-        out.extend(validate_payloads(payloads, locations))
+        for start in range(0, len(payloads), BATCH):
+            chunk = payloads[start : start + BATCH]
+            verdicts = checker.check_batch(chunk) if checker is not None else [None] * len(chunk)
+            for i, verdict in enumerate(verdicts, start):
+                if verdict is not None:  # as fastcheck's own clean report reads it
+                    out.append(Vouched(verdict[1].decode("utf-8"), verdict[0], names[i]))
+                else:
+                    out.append(judge_payload(payloads[i], Location(names[i], 0, FILE_HEADER_SIZE)))
         payloads.clear()
-        locations.clear()
+        names.clear()
 
     for record in records:
         form = record.WhichOneof("form")
@@ -201,7 +228,7 @@ def stream_verdicts(records: Sequence[svc.Record]) -> list[Judged]:
             raise _too_many(record.name)
         if payload is not None and len(payload) <= MAX_FRAME_BYTES:
             payloads.append(payload)
-            locations.append(Location(record.name, 0, FILE_HEADER_SIZE))
+            names.append(record.name)
             continue
         flush()
         at = Location(record.name)

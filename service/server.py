@@ -1,10 +1,11 @@
 """The server: a factory that tests call on port 0, a graceful stop, and the ``serve`` loop.
 
 ``create_server(config)`` builds a ``grpc.aio`` server (one event loop, no thread per stream)
-with the kingrec service, the standard health service and server reflection, the interceptors
-(errors to status codes; the token on Upload and Publish), the message-size limits and TLS when
-given a certificate and key, bound to ``config.host:config.port`` (0: a free port). Call it in
-the event loop that will run the server.
+with the kingrec service, the standard health service and server reflection, every method
+guarded once as it is registered (``kingrec_service.methods``: errors to status codes; the
+token on Upload and Publish), the message-size limits and TLS when given a certificate and
+key, bound to ``config.host:config.port`` (0: a free port). Call it in the event loop that will
+run the server.
 
 Message sizes (derived from ``kingrec.limits``): a request may be ``MAX_REQUEST_BYTES``, room
 for the largest record there is (a JSON record of ``MAX_JSON_LINE_BYTES``) and its envelope;
@@ -37,7 +38,7 @@ from functools import partial
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
+from grpc_reflection.v1alpha import reflection, reflection_pb2_grpc
 
 from kingrec.errors import KingrecError
 from kingrec.limits import MAX_JSON_LINE_BYTES
@@ -46,8 +47,8 @@ from kingrec.v1 import service_pb2 as svc
 from ._pb import service_pb2_grpc
 from .errors import ShuttingDownError
 from .http import HttpSite, create_app
-from .interceptors import ErrorInterceptor, TokenInterceptor
 from .live import Hub, LiveConfig
+from .methods import MethodTable
 from .servicers import KingrecServicer
 from .storage import QueryLimits, StoreGateway
 from .stored import store_live
@@ -55,6 +56,7 @@ from .stored import store_live
 __all__ = [
     "MAX_REQUEST_BYTES",
     "MAX_RESPONSE_BYTES",
+    "SERVER_OPTIONS",
     "SERVICE_NAME",
     "KingrecServer",
     "ServerError",
@@ -74,6 +76,15 @@ QUERIES_STOPPED = "the server is shutting down: run the query again once it is b
 
 # The methods that need the token, when the server has one.
 GUARDED = frozenset(f"/{SERVICE_NAME}/{name}" for name in ("Upload", "Publish"))
+
+# The grpc.aio server's settings (bench/bench_service.py gives its floor the same).
+SERVER_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
+    ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
+    ("grpc.so_reuseport", 0),
+    ("grpc.keepalive_time_ms", 60_000),  # find viewers that went away silently
+    ("grpc.keepalive_timeout_ms", 20_000),
+)
 
 
 def token_problem(token: str) -> str | None:
@@ -176,27 +187,19 @@ def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
         problem = token_problem(config.token)
         if problem is not None:
             raise ServerError(problem)
-    interceptors: list[grpc.aio.ServerInterceptor] = [ErrorInterceptor()]
-    if config.token is not None:
-        interceptors.append(TokenInterceptor(config.token, GUARDED))
-    server = grpc.aio.server(
-        interceptors=interceptors,
-        options=[
-            ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
-            ("grpc.max_send_message_length", MAX_RESPONSE_BYTES),
-            ("grpc.so_reuseport", 0),
-            ("grpc.keepalive_time_ms", 60_000),  # find viewers that went away silently
-            ("grpc.keepalive_timeout_ms", 20_000),
-        ],
-    )
+    server = grpc.aio.server(options=SERVER_OPTIONS)
     store = None if config.db is None else StoreGateway.open(config.db, config.query)
     hub = Hub(config.live, None if store is None else partial(store_live, store))
-    service_pb2_grpc.add_KingrecServiceServicer_to_server(KingrecServicer(hub, store), server)
+    methods = MethodTable(config.token, GUARDED)  # each method guarded once, here
+    table = methods.as_server()  # the services register into it, not into the server
+    service_pb2_grpc.add_KingrecServiceServicer_to_server(KingrecServicer(hub, store), table)
     health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection(
-        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, table)
+    names = (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(  # type: ignore[no-untyped-call]
+        reflection.aio.ReflectionServicer(names), table
     )
+    methods.install(server)
     address = _address(config.host, config.port)
     try:
         if config.tls_cert is not None and config.tls_key is not None:

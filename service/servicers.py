@@ -1,6 +1,6 @@
 """``kingrec.v1.KingrecService``: each method turns its request into library calls and their
 results into responses. Nothing here judges a record or maps an error: the library judges,
-``kingrec_service.errors`` maps (through the interceptor)."""
+``kingrec_service.errors`` maps (through ``kingrec_service.methods.guard``)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ R = TypeVar("R")
 
 # A response already encoded: the events of a replay or a live match are serialized once
 # each (kingrec_service.events.Event), however many viewers get them, and responses are
-# their concatenation; the interceptor passes bytes through the response serializer.
+# their concatenation; the guard (kingrec_service.methods) passes bytes through the serializer.
 Encoded = bytes
 
 
@@ -56,9 +56,9 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
 
     # -- records ------------------------------------------------------------------------
 
-    async def Validate(
+    async def Validate(  # type: ignore[override]  # the response goes out encoded
         self, request: svc.ValidateRequest, context: Context
-    ) -> svc.ValidateResponse:
+    ) -> Encoded:
         record = request.record
         form = record.WhichOneof("form")
         if form == "json" or (form == "krec" and record.krec.startswith(MAGIC)):
@@ -66,9 +66,9 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
             return await asyncio.to_thread(validate_response, record)
         return validate_response(record)  # one record: judged in a blink
 
-    async def ValidateStream(
+    async def ValidateStream(  # type: ignore[override]  # responses go out encoded
         self, request_iterator: AsyncIterable[svc.ValidateStreamRequest], context: Context
-    ) -> AsyncIterator[svc.ValidateStreamResponse]:
+    ) -> AsyncIterator[Encoded]:
         async with aclosing(_until(request_iterator, self.hub.stopping)) as requests:
             index = 0
             async for request in requests:
@@ -208,7 +208,7 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         return await analyse_match(match, request)
 
 
-def _listed(index: int, request: svc.ValidateStreamRequest) -> list[svc.ValidateStreamResponse]:
+def _listed(index: int, request: svc.ValidateStreamRequest) -> list[Encoded]:
     return list(stream_responses(index, request.records))
 
 

@@ -1,64 +1,100 @@
 """Validate and ValidateStream: verdicts of records, in responses that fit gRPC's limit.
 
 The library judges (``kingrec_service.records``); this module only puts the verdicts into
-responses. A response's verdicts are kept to ``VERDICT_BYTES``, well under the 4 MiB a
-client receives by default (``kingrec_service.server.MAX_RESPONSE_BYTES``): a 4 MiB request
-of tiny frames can hold hundreds of thousands of records, each with a verdict.
+responses, encoded here: each verdict is encoded once and a response is the concatenation of
+its fields (``kingrec_service.wire``), the bytes ``SerializeToString`` gives for the same
+message. A record the compiled checker vouched for (``records.Vouched``) is encoded as its
+report without a report being made, a report without findings without its message
+(``convert.report_bytes``). A response's verdicts are kept to ``VERDICT_BYTES``, well under
+the 4 MiB a client receives by default (``kingrec_service.server.MAX_RESPONSE_BYTES``): a
+4 MiB request of tiny frames can hold hundreds of thousands of records, each with a verdict.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from kingrec.container import FILE_HEADER_SIZE
 from kingrec.errors import LimitError
-from kingrec.findings import MatchReport
+from kingrec.findings import Location, MatchReport
+from kingrec.records import Damage
 from kingrec.v1 import service_pb2 as svc
 
-from .convert import report_json, report_to_proto, verdict_into
-from .records import record_verdicts, stream_verdicts
+from .convert import clean_report_bytes, location_bytes, report_bytes, report_json, verdict_into
+from .records import Vouched, record_verdicts, stream_verdicts
+from .wire import delimited, varint
 
-__all__ = ["VERDICT_BYTES", "stream_responses", "validate_response"]
+__all__ = ["VERDICT_BYTES", "stream_responses", "validate_response", "verdict_bytes"]
 
 VERDICT_BYTES = 3 << 20  # a response's verdicts at most, leaving room for the rest
 
+# Field keys (number << 3 | wire type 2, length-delimited; 0 for a varint).
+_REPORT = b"\x0a"  # ValidateResponse.report = 1, Verdict.report = 1
+_REPORT_JSON = b"\x12"  # ValidateResponse.report_json = 2
+_VERDICT = b"\x1a"  # ValidateResponse.verdicts = 3
+_STREAM_REQUEST = b"\x08"  # ValidateStreamResponse.request = 1 (varint)
+_STREAM_VERDICT = b"\x12"  # ValidateStreamResponse.verdicts = 2
+_STREAM_DONE = b"\x18\x01"  # ValidateStreamResponse.done = 3, true
 
-def validate_response(record: svc.Record) -> svc.ValidateResponse:
-    """Validate's answer: the report of a record holding one match, else every verdict."""
+
+def validate_response(record: svc.Record) -> bytes:
+    """Validate's answer, encoded: the report of a record holding one match, else every
+    verdict."""
     items = record_verdicts(record)
-    response = svc.ValidateResponse()
     if len(items) == 1 and isinstance(items[0], MatchReport):
-        response.report.CopyFrom(report_to_proto(items[0]))
-        response.report_json = report_json(items[0])
-    for item in items:
-        verdict_into(response.verdicts.add(), item)
-    if response.ByteSize() > VERDICT_BYTES:
+        report = report_bytes(items[0])  # encoded once, sent twice
+        encoded = b"".join(
+            (
+                delimited(_REPORT, report),
+                delimited(_REPORT_JSON, report_json(items[0]).encode("utf-8")),
+                delimited(_VERDICT, delimited(_REPORT, report)),
+            )
+        )
+    else:
+        encoded = b"".join([delimited(_VERDICT, verdict_bytes(item)) for item in items])
+    if len(encoded) > VERDICT_BYTES:
         raise LimitError(
             f"the verdicts of the {len(items)} records and damaged stretches of "
             f"{record.name or 'the file'} do not fit in one response ({VERDICT_BYTES} "
             "bytes); send the file in pieces through ValidateStream"
         )
-    return response
+    return encoded
 
 
-def stream_responses(
-    index: int, records: Sequence[svc.Record]
-) -> Iterator[svc.ValidateStreamResponse]:
-    """The responses to the ``index``-th request of a ValidateStream (0-based): its
+def stream_responses(index: int, records: Sequence[svc.Record]) -> Iterator[bytes]:
+    """The encoded responses to the ``index``-th request of a ValidateStream (0-based): its
     verdicts in order, in as many responses as they need; the last one ``done``."""
-    response = svc.ValidateStreamResponse(request=index)
-    verdicts = response.verdicts
+    head = _STREAM_REQUEST + varint(index) if index else b""  # proto3 leaves out a 0
+    parts = [head]
     size = 0
+    places: dict[str, bytes] = {}  # a vouched-for record's location, by its name
     for item in stream_verdicts(records):
-        verdict = verdicts.add()
-        verdict_into(verdict, item)
-        grown = verdict.ByteSize() + 4  # with its field's tag and length
-        size += grown
-        if size > VERDICT_BYTES and len(verdicts) > 1:
-            del verdicts[-1]  # it goes first into the next response
-            yield response
-            response = svc.ValidateStreamResponse(request=index)
-            verdicts = response.verdicts
-            verdict_into(verdicts.add(), item)
-            size = grown
-    response.done = True
-    yield response
+        entry = delimited(_STREAM_VERDICT, verdict_bytes(item, places))
+        if size + len(entry) > VERDICT_BYTES and len(parts) > 1:
+            yield b"".join(parts)  # this verdict goes first into the next response
+            parts, size = [head], 0
+        parts.append(entry)
+        size += len(entry)
+    parts.append(_STREAM_DONE)
+    yield b"".join(parts)
+
+
+def verdict_bytes(
+    item: MatchReport | Damage | Vouched, places: dict[str, bytes] | None = None
+) -> bytes:
+    """The encoded ``Verdict`` of a report, damage or vouched-for record: what
+    ``convert.verdict_into`` fills in for it, serialized (``places``: the encoded locations
+    of vouched-for records, by name, kept between calls)."""
+    if type(item) is Vouched:
+        place = None if places is None else places.get(item.name)
+        if place is None:
+            place = location_bytes(Location(item.name, 0, FILE_HEADER_SIZE))
+            if places is not None:
+                places[item.name] = place
+        return delimited(_REPORT, clean_report_bytes(item.match_id, place, item.deals))
+    if type(item) is MatchReport:
+        return delimited(_REPORT, report_bytes(item))
+    assert isinstance(item, Damage)
+    msg = svc.Verdict()
+    verdict_into(msg, item)
+    return msg.SerializeToString()

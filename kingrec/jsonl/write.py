@@ -32,6 +32,12 @@ if TYPE_CHECKING:
 __all__ = ["dumps_match", "json_line", "match_to_dict", "report_line", "write_jsonl"]
 
 
+# Made once: ``json.dumps`` with options builds an encoder on every call, which cost as much
+# as the writing of a report's line (the service writes one for every Validate).
+_UTF8 = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
 def json_line(obj: object, *, ascii_only: bool = False) -> str:
     """One JSON value as one line of text, without the newline, safe for any line splitter.
 
@@ -40,7 +46,7 @@ def json_line(obj: object, *, ascii_only: bool = False) -> str:
     the line always encodes as UTF-8. With ``ascii_only`` every non-ASCII character is.
     Raises ValueError for NaN or an infinity (not JSON), TypeError for a non-JSON type.
     """
-    text = json.dumps(obj, ensure_ascii=ascii_only, separators=(",", ":"), allow_nan=False)
+    text = (_ASCII if ascii_only else _UTF8).encode(obj)
     if not text.isascii():  # outside strings JSON is ASCII, so escaping here stays valid
         text = _RAW_UNSAFE.sub(_escape_char, text)
     return text
