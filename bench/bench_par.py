@@ -67,6 +67,7 @@ def _measure(
     nodes: list[int] = []
     probes = hits = unsolved = 0
     by_contract: dict[str, list[float]] = {}
+    nodes_by_contract: dict[str, list[int]] = {}
     for deal in deals:
         began = time.process_time()
         result = analyse(deal)
@@ -79,6 +80,7 @@ def _measure(
         probes += result.stats.tt_probes
         hits += result.stats.tt_hits
         by_contract.setdefault(pb.Contract.Name(deal.contract), []).append(spent)
+        nodes_by_contract.setdefault(pb.Contract.Name(deal.contract), []).append(result.stats.nodes)
     print(f"{name}: {len(deals)} classic deals, budget {budget_ms} ms each (CPU time)")
     print(
         f"  median {_ms(statistics.median(times), budget_ms)}, "
@@ -94,7 +96,8 @@ def _measure(
         solved = sum(1 for t in per_deal if t < budget_ms)
         print(
             f"    {contract:<17} {len(per_deal):>3} deals, median "
-            f"{_ms(statistics.median(per_deal), budget_ms)}, {solved} solved"
+            f"{_ms(statistics.median(per_deal), budget_ms)}, {solved} solved, median nodes "
+            f"{statistics.median(nodes_by_contract[contract]):,.0f}"
         )
 
 
