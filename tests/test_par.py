@@ -146,6 +146,53 @@ def test_a_seat_holding_every_trump_left_takes_a_trick_with_each_even_off_lead(
     assert checked == 12
 
 
+def test_the_leaders_quick_tricks_are_a_floor_for_it_and_a_ceiling_for_every_other_seat() -> None:
+    # The koz bound when others still hold trumps: the leader's top side cards for as many
+    # rounds as every other trump holder follows, then its top trumps. Held to plain minimax
+    # on the endings where it says something the all-the-trumps bound cannot.
+    rng = random.Random(5)
+    checked = 0
+    for _ in range(20000):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+        if deal.contract != Contract.KOZ or deal.trick:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        sure = search._sure_tricks(deal, deal.leader)
+        trumps = SUIT_MASKS[deal.trump] & ~deal.played
+        if sure == 0 or not any(deal.held[s] & trumps for s in range(4) if s != deal.leader):
+            continue
+        left = 13 - len(deal.winners)
+        for seat in range(4):
+            value = _exhaustive(deal, seat)
+            if seat == deal.leader:
+                assert value >= sure, (deal.held, deal.leader, deal.trump)
+            else:
+                assert value <= left - sure, (deal.held, deal.leader, deal.trump, seat)
+        checked += 1
+        if checked == 15:
+            break
+    assert checked == 15
+
+
+def test_top_cards_win_until_a_seat_with_a_trump_runs_out_of_the_suit(
+    par_twin: ModuleType,
+) -> None:
+    # Three tricks left, spades trumps. Seat 0 leads its ♦A ♦K ♦Q; seat 1 follows twice, then
+    # ruffs with the ♠2: two tricks for seat 0, one for seat 1, which the bound finds at once.
+    hands = ("AD KD QD", "2D 3D 2S", "4D 5D 6D", "2C 3C 4C")
+    held = [sum(1 << c for c in parse_cards(h)) for h in hands]
+    played = ((1 << 52) - 1) & ~sum(held)
+    flags = CLASSIC.deal_flags(Contract.KOZ)
+    values = []
+    for seat in range(4):
+        search = par_twin.ParSearch(Contract.KOZ, SPADES, flags)
+        values.append(search.units_left(seat, held, 0, [], played, 10))
+    assert values == [2, 1, 0, 0]
+    search = par_twin.ParSearch(Contract.KOZ, SPADES, flags)
+    assert search.units_left(0, held, 0, [], played, 10, guess=1) == 2
+    assert search.nodes == 2  # both null-window passes are answered at the root
+
+
 @needs_compiled
 def test_the_twins_agree_on_thousands_of_endings_value_and_node_count() -> None:
     assert _twins.COMPILED is not None

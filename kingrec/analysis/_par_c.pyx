@@ -132,23 +132,31 @@ cdef class ParSearch:
         """``_par_py.ParSearch._sure_tricks``."""
         cdef uint64_t hand = d.held[holder], out = ALL_CARDS & ~d.played
         cdef uint64_t trumps = SUIT[self.trump] & out, tops = 0, rest, top
-        cdef int suit
-        if trumps & ~hand:
-            return 0
+        cdef int suit, s, rounds, length, top_trumps = 0
         for suit in range(4):
             if suit == self.trump:
                 continue
             rest = SUIT[suit] & out
-            while rest:
+            rounds = 13
+            for s in range(4):
+                if s != holder and d.held[s] & trumps:
+                    length = popcount(d.held[s] & SUIT[suit])
+                    if length < rounds:
+                        rounds = length
+            while rest and rounds:
                 top = <uint64_t>1 << high_card(rest)
                 if not hand & top:
                     break
                 tops |= top
                 rest ^= top
+                rounds -= 1
         if self.flags & F_TRUMP_LEAD_BREAK and not d.played & SUIT[self.trump]:
-            if hand & ~tops & ~trumps:
+            if hand & ~tops & ~SUIT[self.trump]:
                 return popcount(tops)
-        return popcount(tops) + popcount(trumps)
+        while trumps and hand & (<uint64_t>1 << high_card(trumps)):
+            top_trumps += 1
+            trumps ^= <uint64_t>1 << high_card(trumps)
+        return popcount(tops) + top_trumps
 
     cdef void _key(self, const DealState* d, uint64_t* key) noexcept nogil:
         cdef int suit

@@ -11,10 +11,11 @@ the units of a trick, the deal's end (early end included). The search adds only 
 it fast, and none of it changes a value:
 
 - null-window alpha-beta (MTD(f) at the root), fail-soft, with the bound "0 .. units still
-  in play" (a position whose units can no longer change is a leaf) and, in koz, sure tricks:
-  a hero on lead who holds every trump still out wins a trick with each trump and with each
-  top card of a side suit; and whoever leads, a seat holding every trump still out wins a
-  trick with each of them;
+  in play" (a position whose units can no longer change is a leaf) and, in koz, sure tricks
+  (a floor for the hero on lead, a ceiling for it when another seat leads): the leader wins
+  a trick with each top card of a side suit for as many rounds as every other seat holding
+  a trump still follows that suit, then with each of its top trumps; and whoever leads, a
+  seat holding every trump still out wins a trick with each of them;
 - a transposition table at trick boundaries, keyed on what is left normalised to relative
   ranks (per suit, the owner and penalty status of each card still out, lowest first) and
   the leader: two positions with the same key are the same game (the legal sets, trick
@@ -168,27 +169,36 @@ class ParSearch:
         return (self.penalty & ~deal.played).bit_count()
 
     def _sure_tricks(self, deal: Deal, holder: int) -> int:
-        """Koz, ``holder`` on lead holding every trump still out: the tricks it wins for
-        certain by leading trumps and the top cards of the side suits (0 otherwise)."""
-        hand, out = deal.held[holder], ~deal.played
-        trumps = SUIT_MASKS[self.trump] & out
-        if trumps & ~hand:
-            return 0
+        """Koz, ``holder`` on lead: the tricks it wins for certain (quick tricks). It leads the
+        top cards of each side suit for as many rounds as every other seat holding a trump
+        still follows (nobody can ruff them: the others must follow suit), then its top
+        trumps (nobody can beat them); a side suit done first leaves every trump in place."""
+        held, out = deal.held, ~deal.played
+        hand = held[holder]
+        trump_suit = SUIT_MASKS[self.trump]
+        trumps = trump_suit & out
+        ruffers = [held[s] for s in range(4) if s != holder and held[s] & trumps]
         tops = 0
         for suit, suit_mask in enumerate(SUIT_MASKS):
             if suit == self.trump:
                 continue
             rest = suit_mask & out
-            while rest:
+            rounds = min((h & suit_mask).bit_count() for h in ruffers) if ruffers else 13
+            while rest and rounds:
                 top = 1 << (rest.bit_length() - 1)
                 if not hand & top:
                     break
                 tops |= top
                 rest ^= top
-        unbroken = self.flags & F_TRUMP_LEAD_BREAK and not deal.played & SUIT_MASKS[self.trump]
-        if unbroken and hand & ~tops & ~trumps:
+                rounds -= 1
+        unbroken = self.flags & F_TRUMP_LEAD_BREAK and not deal.played & trump_suit
+        if unbroken and hand & ~tops & ~trump_suit:
             return tops.bit_count()  # trumps may be led only once the hand holds nothing else
-        return tops.bit_count() + trumps.bit_count()
+        top_trumps = 0
+        while trumps and hand & (1 << (trumps.bit_length() - 1)):
+            top_trumps += 1
+            trumps ^= 1 << (trumps.bit_length() - 1)
+        return tops.bit_count() + top_trumps
 
     def _trump_holder(self, deal: Deal) -> tuple[int, int]:
         """Koz, at a trick boundary: the seat holding every trump still out and how many
