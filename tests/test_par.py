@@ -193,6 +193,51 @@ def test_top_cards_win_until_a_seat_with_a_trump_runs_out_of_the_suit(
     assert search.nodes == 2  # both null-window passes are answered at the root
 
 
+def test_when_the_ranks_alone_settle_a_penalty_ending_the_value_is_minimaxs() -> None:
+    # The penalty-contract leaf: every card of the hero's below all the others' of its suit
+    # (no trick left for it), or above them all (every trick and unit left); held to plain
+    # minimax on random endings where it fires, both ways, on and off lead.
+    rng = random.Random(8)
+    seen: set[tuple[bool, bool]] = set()
+    checked = 0
+    for _ in range(20000):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+        if deal.contract == Contract.KOZ or deal.trick:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        most = search._units_in_play(deal)
+        for seat in range(4):
+            search.seat = seat
+            ranked = search._ranked_out(deal, most)
+            if ranked < 0 or most == 0:
+                continue
+            assert ranked == _exhaustive(deal, seat), (deal.held, deal.leader, seat)
+            seen.add((ranked == 0, deal.leader == seat))
+            checked += 1
+        if checked >= 40 and len(seen) == 4:
+            break
+    assert checked >= 40 and len(seen) == 4
+
+
+def test_a_hand_of_low_cards_takes_nothing_and_a_hand_of_high_cards_takes_every_heart(
+    par_twin: ModuleType,
+) -> None:
+    # Kupa, three tricks left. Seat 1 holds the lowest spades and diamond: it can be made to
+    # win nothing. Seat 3 holds the top cards of every suit it shares with the others and
+    # all the suits they hold: it takes every trick and every heart left.
+    hands = ("5S 6S 7H", "2S 3S 2D", "8H 4D 9H", "AS AD AH")
+    held = [sum(1 << c for c in parse_cards(h)) for h in hands]
+    played = ((1 << 52) - 1) & ~sum(held)
+    flags = CLASSIC.deal_flags(Contract.KUPA)
+    values, nodes = [], []
+    for seat in range(4):
+        search = par_twin.ParSearch(Contract.KUPA, -1, flags)
+        values.append(search.units_left(seat, held, 0, [], played, 10))
+        nodes.append(search.nodes)
+    assert values[1] == 0 and values[3] == 4  # the 7, 8, 9 and ace of hearts
+    assert nodes[1] == nodes[3] == 1  # settled at the root
+
+
 @needs_compiled
 def test_the_twins_agree_on_thousands_of_endings_value_and_node_count() -> None:
     assert _twins.COMPILED is not None

@@ -158,6 +158,30 @@ cdef class ParSearch:
             trumps ^= <uint64_t>1 << high_card(trumps)
         return popcount(tops) + top_trumps
 
+    cdef int _ranked_out(self, const DealState* d, int most) noexcept nogil:
+        """``_par_py.ParSearch._ranked_out``."""
+        cdef int seat = self.seat, suit
+        cdef uint64_t hero = d.held[seat], mine, theirs, shared = 0
+        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
+                                | d.held[(seat + 3) & 3])
+        cdef bint on_lead = d.leader == seat, below = True, above = True
+        for suit in range(4):
+            mine = hero & SUIT[suit]
+            theirs = others & SUIT[suit]
+            if mine and theirs:
+                shared |= SUIT[suit]
+                if high_card(mine) > low_card(theirs):
+                    below = False
+                if low_card(mine) < high_card(theirs):
+                    above = False
+            elif theirs and not on_lead:
+                above = False
+        if below and (not on_lead or deal_legal(d) & shared):
+            return 0
+        if above:
+            return most
+        return -1
+
     cdef void _key(self, const DealState* d, uint64_t* key) noexcept nogil:
         cdef int suit
         cdef uint64_t code, out, low, owner
@@ -337,6 +361,10 @@ cdef class ParSearch:
                             if i != self.seat and most - value <= alpha:
                                 return most - value
                             break
+            else:
+                value = self._ranked_out(d, most)
+                if value >= 0:
+                    return value
             keyed = True
             self._key(d, key)
             self.tt_probes += 1

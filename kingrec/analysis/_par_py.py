@@ -15,7 +15,10 @@ it fast, and none of it changes a value:
   (a floor for the hero on lead, a ceiling for it when another seat leads): the leader wins
   a trick with each top card of a side suit for as many rounds as every other seat holding
   a trump still follows that suit, then with each of its top trumps; and whoever leads, a
-  seat holding every trump still out wins a trick with each of them;
+  seat holding every trump still out wins a trick with each of them; in the penalty
+  contracts, a hero whose every card is below all the others' cards of its suit wins no
+  trick left (0), and one whose every card is above them all, holding every suit they could
+  lead to it, wins every trick and unit left;
 - a transposition table at trick boundaries, keyed on what is left normalised to relative
   ranks (per suit, the owner and penalty status of each card still out, lowest first) and
   the leader: two positions with the same key are the same game (the legal sets, trick
@@ -211,6 +214,37 @@ class ParSearch:
                     return holder, trumps.bit_count()
         return -1, 0
 
+    def _ranked_out(self, deal: Deal, most: int) -> int:
+        """Penalty contracts, at a trick boundary: the hero's units from here on when the
+        ranks alone settle them, else -1.
+
+        When each of the hero's cards is below all the others' cards of its suit, the hero
+        wins no trick left: following, it is beaten by the card led; on lead, it leads a suit
+        another seat holds, which must follow, higher (0 units). When each is above all the
+        others' cards of its suit, and the hero holds every suit they could lead to it, it
+        wins every trick left, and with them every unit still in play."""
+        seat, held = self.seat, deal.held
+        hero = held[seat]
+        others = held[(seat + 1) % 4] | held[(seat + 2) % 4] | held[(seat + 3) % 4]
+        on_lead = deal.leader == seat
+        below = above = True
+        shared = 0  # the suits both the hero and the others hold
+        for suit_mask in SUIT_MASKS:
+            mine, theirs = hero & suit_mask, others & suit_mask
+            if mine and theirs:
+                shared |= suit_mask
+                if mine.bit_length() > (theirs & -theirs).bit_length():
+                    below = False  # a card of the hero's above one of theirs
+                if (mine & -mine).bit_length() < theirs.bit_length():
+                    above = False  # a card of the hero's below one of theirs
+            elif theirs and not on_lead:
+                above = False  # they can lead a suit the hero must discard on
+        if below and (not on_lead or deal.legal() & shared):
+            return 0
+        if above:
+            return most
+        return -1
+
     def _key(self, deal: Deal) -> tuple[int, ...]:
         """What is left, normalised to relative ranks, who leads, and for whom (at trick
         boundaries)."""
@@ -310,6 +344,10 @@ class ParSearch:
                     return trumps  # at least one trick with each trump
                 if holder >= 0 and holder != self.seat and most - trumps <= alpha:
                     return most - trumps  # at most the tricks the holder's trumps leave
+            else:
+                ranked = self._ranked_out(deal, most)
+                if ranked >= 0:
+                    return ranked  # the hero wins no trick, or every trick, whatever is played
             key = self._key(deal)
             self.tt_probes += 1
             bounds = self.table.get(key)
