@@ -66,6 +66,8 @@ def _measure(
     times: list[float] = []
     nodes: list[int] = []
     probes = hits = unsolved = 0
+    by_card = [0, 0, 0, 0]
+    tt_cuts = searched_starts = 0
     by_contract: dict[str, list[float]] = {}
     nodes_by_contract: dict[str, list[int]] = {}
     for deal in deals:
@@ -79,6 +81,9 @@ def _measure(
         nodes.append(result.stats.nodes)
         probes += result.stats.tt_probes
         hits += result.stats.tt_hits
+        by_card = [a + b for a, b in zip(by_card, result.stats.nodes_by_card, strict=True)]
+        tt_cuts += result.stats.tt_cuts
+        searched_starts += result.stats.searched_starts
         by_contract.setdefault(pb.Contract.Name(deal.contract), []).append(spent)
         nodes_by_contract.setdefault(pb.Contract.Name(deal.contract), []).append(result.stats.nodes)
     print(f"{name}: {len(deals)} classic deals, budget {budget_ms} ms each (CPU time)")
@@ -91,6 +96,13 @@ def _measure(
     print(
         f"  nodes: median {statistics.median(nodes):,.0f}, max {max(nodes):,}; "
         f"table hit rate {hits / probes if probes else 0:.1%} of {probes:,} probes"
+    )
+    total = sum(by_card) or 1
+    print(
+        f"  where the nodes go: trick starts {by_card[0] / total:.0%} (answered by the table "
+        f"{tt_cuts / total:.0%}, searched {searched_starts / total:.0%}, the rest settled by "
+        f"a bound), 2nd card {by_card[1] / total:.0%}, 3rd {by_card[2] / total:.0%}, "
+        f"4th {by_card[3] / total:.0%}"
     )
     for contract, per_deal in sorted(by_contract.items()):
         solved = sum(1 for t in per_deal if t < budget_ms)

@@ -253,6 +253,27 @@ def test_the_twins_agree_on_thousands_of_endings_value_and_node_count() -> None:
     assert count == 1500
 
 
+@needs_compiled
+def test_the_twins_agree_on_where_the_nodes_go() -> None:
+    # The figures bench/bench_par.py reports to aim the next speed-up: nodes by the cards on
+    # the table, trick starts the table answered, trick starts searched.
+    assert _twins.COMPILED is not None
+    rng = random.Random(31)
+    for _ in range(300):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3, 4)))
+        seat = rng.randrange(4)
+        figures = []
+        for twin in (_par_py, _twins.COMPILED.par):
+            search = twin.ParSearch(deal.contract, deal.trump, deal.flags)
+            search.units_left(
+                seat, deal.held, deal.leader, deal.trick, deal.played, len(deal.winners)
+            )
+            assert sum(search.nodes_by_card) == search.nodes
+            assert search.tt_cuts + search.searched_starts <= search.nodes_by_card[0]
+            figures.append((list(search.nodes_by_card), search.tt_cuts, search.searched_starts))
+        assert figures[0] == figures[1]
+
+
 # -- hand-made deals -------------------------------------------------------------------------
 
 

@@ -48,7 +48,8 @@ cdef class ParSearch:
 
     cdef readonly int contract, trump, seat
     cdef readonly long flags
-    cdef readonly unsigned long long nodes, tt_probes, tt_hits
+    cdef readonly unsigned long long nodes, tt_probes, tt_hits, tt_cuts, searched_starts
+    cdef unsigned long long by_card[4]
     cdef bint hero_wants_units, aborted
     cdef uint64_t penalty
     cdef Entry* table
@@ -64,6 +65,12 @@ cdef class ParSearch:
         self.hero_wants_units = contract == KOZ
         self.penalty = PENALTY[contract] if 0 <= contract < 8 else 0
         self.table = NULL
+        memset(self.by_card, 0, sizeof(self.by_card))
+
+    @property
+    def nodes_by_card(self):
+        """``_par_py.ParSearch.nodes_by_card``."""
+        return [self.by_card[0], self.by_card[1], self.by_card[2], self.by_card[3]]
 
     def __dealloc__(self):
         free(self.table)
@@ -330,6 +337,7 @@ cdef class ParSearch:
             if self.clock() >= self.deadline:
                 self.aborted = True
                 return 0
+        self.by_card[d.ntrick] += 1
         if d.end != END_PLAYING:
             return 0
         most = self._units_in_play(d)
@@ -373,13 +381,16 @@ cdef class ParSearch:
                 self.tt_hits += 1
                 low, high, hint = e.low, e.high, e.move
                 if low == high or low >= beta:
+                    self.tt_cuts += 1
                     return low
                 if high <= alpha:
+                    self.tt_cuts += 1
                     return high
                 if low > alpha:
                     alpha = low
                 if high < beta:
                     beta = high
+            self.searched_starts += 1
         maximizing = (to_play(d) == self.seat) == self.hero_wants_units
         original_alpha, original_beta = alpha, beta
         best = -1 if maximizing else 14

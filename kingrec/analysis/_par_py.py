@@ -102,6 +102,11 @@ class ParSearch:
         self.nodes = 0  # positions searched, over every search of this object
         self.tt_probes = 0  # looks into the table
         self.tt_hits = 0  # looks that found the position
+        # Where the nodes go (bench/bench_par.py reports them): nodes by the cards already
+        # on the table; table looks that answered without a search; trick starts searched.
+        self.nodes_by_card = [0, 0, 0, 0]
+        self.tt_cuts = 0
+        self.searched_starts = 0
         self._node_limit = 0
         self._deadline = 0
         self._clock: Callable[[], int] | None = None
@@ -321,6 +326,7 @@ class ParSearch:
     def _search(self, deal: Deal, alpha: int, beta: int) -> int:
         """Units the hero takes from ``deal`` on, within the window (alpha, beta), fail-soft."""
         self._tick()
+        self.nodes_by_card[len(deal.trick)] += 1
         if deal.end != END_PLAYING:
             return 0
         most = self._units_in_play(deal)
@@ -355,10 +361,13 @@ class ParSearch:
                 self.tt_hits += 1
                 low, high, hint = bounds
                 if low == high or low >= beta:
+                    self.tt_cuts += 1
                     return low
                 if high <= alpha:
+                    self.tt_cuts += 1
                     return high
                 alpha, beta = max(alpha, low), min(beta, high)
+            self.searched_starts += 1
         maximizing = (deal.to_play == self.seat) == self.hero_wants_units
         seat = self.seat
         original_alpha, original_beta = alpha, beta
