@@ -63,6 +63,9 @@ def _ms(value: float, budget_ms: int) -> str:
 def _measure(
     name: str, deals: list[pb.Deal], budget_ms: int, analyse: Callable[[pb.Deal], DealPar]
 ) -> None:
+    if not deals:
+        print(f"{name}: no deals")
+        return
     times: list[float] = []
     nodes: list[int] = []
     probes = hits = unsolved = 0
@@ -100,9 +103,9 @@ def _measure(
     total = sum(by_card) or 1
     print(
         f"  where the nodes go: trick starts {by_card[0] / total:.0%} (answered by the table "
-        f"{tt_cuts / total:.0%}, searched {searched_starts / total:.0%}, the rest settled by "
-        f"a bound), 2nd card {by_card[1] / total:.0%}, 3rd {by_card[2] / total:.0%}, "
-        f"4th {by_card[3] / total:.0%}"
+        f"{tt_cuts / total:.0%}, searched {searched_starts / total:.0%}, the rest by a bound, "
+        f"the last trick or the deal's end), 2nd card {by_card[1] / total:.0%}, "
+        f"3rd {by_card[2] / total:.0%}, 4th {by_card[3] / total:.0%}"
     )
     for contract, per_deal in sorted(by_contract.items()):
         solved = sum(1 for t in per_deal if t < budget_ms)
