@@ -238,6 +238,30 @@ def test_a_hand_of_low_cards_takes_nothing_and_a_hand_of_high_cards_takes_every_
     assert nodes[1] == nodes[3] == 1  # settled at the root
 
 
+def test_the_highest_trumps_win_a_trick_each_whoever_leads_while_others_hold_trumps() -> None:
+    # The koz bound on the seat holding the top trumps in a row (here: with other trumps
+    # still out elsewhere), a floor for it and a ceiling for the others; plain minimax.
+    rng = random.Random(12)
+    checked = 0
+    for _ in range(20000):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+        if deal.contract != Contract.KOZ or deal.trick:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        holder, run = search._top_trumps(deal)
+        trumps = SUIT_MASKS[deal.trump] & ~deal.played
+        if holder < 0 or run == trumps.bit_count():
+            continue
+        left = 13 - len(deal.winners)
+        for seat in range(4):
+            value = _exhaustive(deal, seat)
+            assert value >= run if seat == holder else value <= left - run, (deal.held, seat)
+        checked += 1
+        if checked == 15:
+            break
+    assert checked == 15
+
+
 @needs_compiled
 def test_the_twins_agree_on_thousands_of_endings_value_and_node_count() -> None:
     assert _twins.COMPILED is not None

@@ -357,18 +357,21 @@ cdef class ParSearch:
                     return value
                 if d.leader != self.seat and most - value <= alpha:
                     return most - value
-                # _par_py.ParSearch._trump_holder: one trick for each trump of the seat
-                # holding every trump still out
+                # _par_py.ParSearch._top_trumps: one trick for each of the highest trumps
+                # still out held by one seat
                 trumps = SUIT[self.trump] & ~d.played
                 if trumps:
                     for i in range(4):
-                        if d.held[i] & trumps == trumps:
-                            value = popcount(trumps)
-                            if i == self.seat and value >= beta:
-                                return value
-                            if i != self.seat and most - value <= alpha:
-                                return most - value
+                        if d.held[i] & (<uint64_t>1 << high_card(trumps)):
                             break
+                    value = 0
+                    while trumps and d.held[i] & (<uint64_t>1 << high_card(trumps)):
+                        value += 1
+                        trumps ^= <uint64_t>1 << high_card(trumps)
+                    if i == self.seat and value >= beta:
+                        return value
+                    if i != self.seat and most - value <= alpha:
+                        return most - value
             else:
                 value = self._ranked_out(d, most)
                 if value >= 0:

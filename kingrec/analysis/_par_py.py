@@ -14,8 +14,8 @@ it fast, and none of it changes a value:
   in play" (a position whose units can no longer change is a leaf) and, in koz, sure tricks
   (a floor for the hero on lead, a ceiling for it when another seat leads): the leader wins
   a trick with each top card of a side suit for as many rounds as every other seat holding
-  a trump still follows that suit, then with each of its top trumps; and whoever leads, a
-  seat holding every trump still out wins a trick with each of them; in the penalty
+  a trump still follows that suit, then with each of its top trumps; and whoever leads,
+  the seat holding the highest trumps still out wins a trick with each of them; in the penalty
   contracts, a hero whose every card is below all the others' cards of its suit wins no
   trick left (0), and one whose every card is above them all, holding every suit they could
   lead to it, wins every trick and unit left;
@@ -208,16 +208,21 @@ class ParSearch:
             trumps ^= 1 << (trumps.bit_length() - 1)
         return tops.bit_count() + top_trumps
 
-    def _trump_holder(self, deal: Deal) -> tuple[int, int]:
-        """Koz, at a trick boundary: the seat holding every trump still out and how many
-        (-1, 0 when none does). Whoever leads, each of those trumps wins the trick it is
-        played to, and all thirteen tricks are played."""
+    def _top_trumps(self, deal: Deal) -> tuple[int, int]:
+        """Koz, at a trick boundary: the seat holding the highest trump still out and how
+        many trumps in a row from the top down it holds (-1, 0 when no trump is out).
+        Whoever leads, each of them wins the trick it is played to (nothing can beat it),
+        and all thirteen tricks are played."""
         trumps = SUIT_MASKS[self.trump] & ~deal.played
-        if trumps:
-            for holder in range(4):
-                if deal.held[holder] & trumps == trumps:
-                    return holder, trumps.bit_count()
-        return -1, 0
+        if not trumps:
+            return -1, 0
+        top = 1 << (trumps.bit_length() - 1)
+        holder = next(s for s in range(4) if deal.held[s] & top)
+        hand, run = deal.held[holder], 0
+        while trumps and hand & (1 << (trumps.bit_length() - 1)):
+            run += 1
+            trumps ^= 1 << (trumps.bit_length() - 1)
+        return holder, run
 
     def _ranked_out(self, deal: Deal, most: int) -> int:
         """Penalty contracts, at a trick boundary: the hero's units from here on when the
@@ -345,11 +350,11 @@ class ParSearch:
                     return sure  # at least these
                 if deal.leader != self.seat and most - sure <= alpha:
                     return most - sure  # the leader's sure tricks are lost to the hero
-                holder, trumps = self._trump_holder(deal)
+                holder, trumps = self._top_trumps(deal)
                 if holder == self.seat and trumps >= beta:
-                    return trumps  # at least one trick with each trump
+                    return trumps  # at least one trick with each top trump
                 if holder >= 0 and holder != self.seat and most - trumps <= alpha:
-                    return most - trumps  # at most the tricks the holder's trumps leave
+                    return most - trumps  # at most the tricks the holder's top trumps leave
             else:
                 ranked = self._ranked_out(deal, most)
                 if ranked >= 0:
