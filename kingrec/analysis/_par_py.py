@@ -358,7 +358,7 @@ class ParSearch:
             else:
                 ranked = self._ranked_out(deal, most)
                 if ranked >= 0:
-                    return ranked  # the hero wins no trick, or every trick, whatever is played
+                    return ranked  # the ranks settle the rest: nothing more, or every unit left
             key = self._key(deal)
             self.tt_probes += 1
             bounds = self.table.get(key)
