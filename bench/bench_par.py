@@ -63,10 +63,16 @@ def _ms(value: float, budget_ms: int) -> str:
 def _measure(
     name: str, deals: list[pb.Deal], budget_ms: int, analyse: Callable[[pb.Deal], DealPar]
 ) -> None:
+    if not deals:
+        print(f"{name}: no deals")
+        return
     times: list[float] = []
     nodes: list[int] = []
     probes = hits = unsolved = 0
+    by_card = [0, 0, 0, 0]
+    tt_cuts = searched_starts = 0
     by_contract: dict[str, list[float]] = {}
+    nodes_by_contract: dict[str, list[int]] = {}
     for deal in deals:
         began = time.process_time()
         result = analyse(deal)
@@ -78,7 +84,11 @@ def _measure(
         nodes.append(result.stats.nodes)
         probes += result.stats.tt_probes
         hits += result.stats.tt_hits
+        by_card = [a + b for a, b in zip(by_card, result.stats.nodes_by_card, strict=True)]
+        tt_cuts += result.stats.tt_cuts
+        searched_starts += result.stats.searched_starts
         by_contract.setdefault(pb.Contract.Name(deal.contract), []).append(spent)
+        nodes_by_contract.setdefault(pb.Contract.Name(deal.contract), []).append(result.stats.nodes)
     print(f"{name}: {len(deals)} classic deals, budget {budget_ms} ms each (CPU time)")
     print(
         f"  median {_ms(statistics.median(times), budget_ms)}, "
@@ -90,11 +100,19 @@ def _measure(
         f"  nodes: median {statistics.median(nodes):,.0f}, max {max(nodes):,}; "
         f"table hit rate {hits / probes if probes else 0:.1%} of {probes:,} probes"
     )
+    total = sum(by_card) or 1
+    print(
+        f"  where the nodes go: trick starts {by_card[0] / total:.0%} (answered by the table "
+        f"{tt_cuts / total:.0%}, searched {searched_starts / total:.0%}, the rest by a bound, "
+        f"the last trick or the deal's end), 2nd card {by_card[1] / total:.0%}, "
+        f"3rd {by_card[2] / total:.0%}, 4th {by_card[3] / total:.0%}"
+    )
     for contract, per_deal in sorted(by_contract.items()):
         solved = sum(1 for t in per_deal if t < budget_ms)
         print(
             f"    {contract:<17} {len(per_deal):>3} deals, median "
-            f"{_ms(statistics.median(per_deal), budget_ms)}, {solved} solved"
+            f"{_ms(statistics.median(per_deal), budget_ms)}, {solved} solved, median nodes "
+            f"{statistics.median(nodes_by_contract[contract]):,.0f}"
         )
 
 

@@ -146,6 +146,122 @@ def test_a_seat_holding_every_trump_left_takes_a_trick_with_each_even_off_lead(
     assert checked == 12
 
 
+def test_the_leaders_quick_tricks_are_a_floor_for_it_and_a_ceiling_for_every_other_seat() -> None:
+    # The koz bound when others still hold trumps: the leader's top side cards for as many
+    # rounds as every other trump holder follows, then its top trumps. Held to plain minimax
+    # on the endings where it says something the all-the-trumps bound cannot.
+    rng = random.Random(5)
+    checked = 0
+    for _ in range(20000):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+        if deal.contract != Contract.KOZ or deal.trick:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        sure = search._sure_tricks(deal, deal.leader)
+        trumps = SUIT_MASKS[deal.trump] & ~deal.played
+        if sure == 0 or not any(deal.held[s] & trumps for s in range(4) if s != deal.leader):
+            continue
+        left = 13 - len(deal.winners)
+        for seat in range(4):
+            value = _exhaustive(deal, seat)
+            if seat == deal.leader:
+                assert value >= sure, (deal.held, deal.leader, deal.trump)
+            else:
+                assert value <= left - sure, (deal.held, deal.leader, deal.trump, seat)
+        checked += 1
+        if checked == 15:
+            break
+    assert checked == 15
+
+
+def test_top_cards_win_until_a_seat_with_a_trump_runs_out_of_the_suit(
+    par_twin: ModuleType,
+) -> None:
+    # Three tricks left, spades trumps. Seat 0 leads its ♦A ♦K ♦Q; seat 1 follows twice, then
+    # ruffs with the ♠2: two tricks for seat 0, one for seat 1, which the bound finds at once.
+    hands = ("AD KD QD", "2D 3D 2S", "4D 5D 6D", "2C 3C 4C")
+    held = [sum(1 << c for c in parse_cards(h)) for h in hands]
+    played = ((1 << 52) - 1) & ~sum(held)
+    flags = CLASSIC.deal_flags(Contract.KOZ)
+    values = []
+    for seat in range(4):
+        search = par_twin.ParSearch(Contract.KOZ, SPADES, flags)
+        values.append(search.units_left(seat, held, 0, [], played, 10))
+    assert values == [2, 1, 0, 0]
+    search = par_twin.ParSearch(Contract.KOZ, SPADES, flags)
+    assert search.units_left(0, held, 0, [], played, 10, guess=1) == 2
+    assert search.nodes == 2  # both null-window passes are answered at the root
+
+
+def test_when_the_ranks_alone_settle_a_penalty_ending_the_value_is_minimaxs() -> None:
+    # The penalty-contract leaf: every card of the hero's below all the others' of its suit
+    # (no trick left for it), or above them all (every trick and unit left); held to plain
+    # minimax on random endings where it fires, both ways, on and off lead.
+    rng = random.Random(8)
+    seen: set[tuple[bool, bool]] = set()
+    checked = 0
+    for _ in range(20000):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+        if deal.contract == Contract.KOZ or deal.trick:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        most = search._units_in_play(deal)
+        for seat in range(4):
+            search.seat = seat
+            ranked = search._ranked_out(deal, most)
+            if ranked < 0 or most == 0:
+                continue
+            assert ranked == _exhaustive(deal, seat), (deal.held, deal.leader, seat)
+            seen.add((ranked == 0, deal.leader == seat))
+            checked += 1
+        if checked >= 40 and len(seen) == 4:
+            break
+    assert checked >= 40 and len(seen) == 4
+
+
+def test_a_hand_of_low_cards_takes_nothing_and_a_hand_of_high_cards_takes_every_heart(
+    par_twin: ModuleType,
+) -> None:
+    # Kupa, three tricks left. Seat 1 holds the lowest spades and diamond: it can be made to
+    # win nothing. Seat 3 holds the top cards of every suit it shares with the others and
+    # all the suits they hold: it takes every trick and every heart left.
+    hands = ("5S 6S 7H", "2S 3S 2D", "8H 4D 9H", "AS AD AH")
+    held = [sum(1 << c for c in parse_cards(h)) for h in hands]
+    played = ((1 << 52) - 1) & ~sum(held)
+    flags = CLASSIC.deal_flags(Contract.KUPA)
+    values, nodes = [], []
+    for seat in range(4):
+        search = par_twin.ParSearch(Contract.KUPA, -1, flags)
+        values.append(search.units_left(seat, held, 0, [], played, 10))
+        nodes.append(search.nodes)
+    assert values[1] == 0 and values[3] == 4  # the 7, 8, 9 and ace of hearts
+    assert nodes[1] == nodes[3] == 1  # settled at the root
+
+
+def test_the_highest_trumps_win_a_trick_each_whoever_leads_while_others_hold_trumps() -> None:
+    # The koz bound on the seat holding the top trumps in a row (here: with other trumps
+    # still out elsewhere), a floor for it and a ceiling for the others; plain minimax.
+    rng = random.Random(12)
+    checked = 0
+    for _ in range(20000):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+        if deal.contract != Contract.KOZ or deal.trick:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        holder, run = search._top_trumps(deal)
+        trumps = SUIT_MASKS[deal.trump] & ~deal.played
+        if holder < 0 or run == trumps.bit_count():
+            continue
+        left = 13 - len(deal.winners)
+        for seat in range(4):
+            value = _exhaustive(deal, seat)
+            assert value >= run if seat == holder else value <= left - run, (deal.held, seat)
+        checked += 1
+        if checked == 15:
+            break
+    assert checked == 15
+
+
 @needs_compiled
 def test_the_twins_agree_on_thousands_of_endings_value_and_node_count() -> None:
     assert _twins.COMPILED is not None
@@ -159,6 +275,27 @@ def test_the_twins_agree_on_thousands_of_endings_value_and_node_count() -> None:
         assert _search(compiled, deal, seat) == reference, (deal.held, deal.trick, seat)
         count += 1
     assert count == 1500
+
+
+@needs_compiled
+def test_the_twins_agree_on_where_the_nodes_go() -> None:
+    # The figures bench/bench_par.py reports to aim the next speed-up: nodes by the cards on
+    # the table, trick starts the table answered, trick starts searched.
+    assert _twins.COMPILED is not None
+    rng = random.Random(31)
+    for _ in range(300):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3, 4)))
+        seat = rng.randrange(4)
+        figures = []
+        for twin in (_par_py, _twins.COMPILED.par):
+            search = twin.ParSearch(deal.contract, deal.trump, deal.flags)
+            search.units_left(
+                seat, deal.held, deal.leader, deal.trick, deal.played, len(deal.winners)
+            )
+            assert sum(search.nodes_by_card) == search.nodes
+            assert search.tt_cuts + search.searched_starts <= search.nodes_by_card[0]
+            figures.append((list(search.nodes_by_card), search.tt_cuts, search.searched_starts))
+        assert figures[0] == figures[1]
 
 
 # -- hand-made deals -------------------------------------------------------------------------

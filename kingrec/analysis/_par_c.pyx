@@ -48,7 +48,8 @@ cdef class ParSearch:
 
     cdef readonly int contract, trump, seat
     cdef readonly long flags
-    cdef readonly unsigned long long nodes, tt_probes, tt_hits
+    cdef readonly unsigned long long nodes, tt_probes, tt_hits, tt_cuts, searched_starts
+    cdef unsigned long long by_card[4]
     cdef bint hero_wants_units, aborted
     cdef uint64_t penalty
     cdef Entry* table
@@ -64,6 +65,12 @@ cdef class ParSearch:
         self.hero_wants_units = contract == KOZ
         self.penalty = PENALTY[contract] if 0 <= contract < 8 else 0
         self.table = NULL
+        memset(self.by_card, 0, sizeof(self.by_card))
+
+    @property
+    def nodes_by_card(self):
+        """``_par_py.ParSearch.nodes_by_card``."""
+        return [self.by_card[0], self.by_card[1], self.by_card[2], self.by_card[3]]
 
     def __dealloc__(self):
         free(self.table)
@@ -132,23 +139,55 @@ cdef class ParSearch:
         """``_par_py.ParSearch._sure_tricks``."""
         cdef uint64_t hand = d.held[holder], out = ALL_CARDS & ~d.played
         cdef uint64_t trumps = SUIT[self.trump] & out, tops = 0, rest, top
-        cdef int suit
-        if trumps & ~hand:
-            return 0
+        cdef int suit, s, rounds, length, top_trumps = 0
         for suit in range(4):
             if suit == self.trump:
                 continue
             rest = SUIT[suit] & out
-            while rest:
+            rounds = 13
+            for s in range(4):
+                if s != holder and d.held[s] & trumps:
+                    length = popcount(d.held[s] & SUIT[suit])
+                    if length < rounds:
+                        rounds = length
+            while rest and rounds:
                 top = <uint64_t>1 << high_card(rest)
                 if not hand & top:
                     break
                 tops |= top
                 rest ^= top
+                rounds -= 1
         if self.flags & F_TRUMP_LEAD_BREAK and not d.played & SUIT[self.trump]:
-            if hand & ~tops & ~trumps:
+            if hand & ~tops & ~SUIT[self.trump]:
                 return popcount(tops)
-        return popcount(tops) + popcount(trumps)
+        while trumps and hand & (<uint64_t>1 << high_card(trumps)):
+            top_trumps += 1
+            trumps ^= <uint64_t>1 << high_card(trumps)
+        return popcount(tops) + top_trumps
+
+    cdef int _ranked_out(self, const DealState* d, int most) noexcept nogil:
+        """``_par_py.ParSearch._ranked_out``."""
+        cdef int seat = self.seat, suit
+        cdef uint64_t hero = d.held[seat], mine, theirs, shared = 0
+        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
+                                | d.held[(seat + 3) & 3])
+        cdef bint on_lead = d.leader == seat, below = True, above = True
+        for suit in range(4):
+            mine = hero & SUIT[suit]
+            theirs = others & SUIT[suit]
+            if mine and theirs:
+                shared |= SUIT[suit]
+                if high_card(mine) > low_card(theirs):
+                    below = False
+                if low_card(mine) < high_card(theirs):
+                    above = False
+            elif theirs and not on_lead:
+                above = False
+        if below and (not on_lead or deal_legal(d) & shared):
+            return 0
+        if above:
+            return most
+        return -1
 
     cdef void _key(self, const DealState* d, uint64_t* key) noexcept nogil:
         cdef int suit
@@ -298,6 +337,7 @@ cdef class ParSearch:
             if self.clock() >= self.deadline:
                 self.aborted = True
                 return 0
+        self.by_card[d.ntrick] += 1
         if d.end != END_PLAYING:
             return 0
         most = self._units_in_play(d)
@@ -317,18 +357,25 @@ cdef class ParSearch:
                     return value
                 if d.leader != self.seat and most - value <= alpha:
                     return most - value
-                # _par_py.ParSearch._trump_holder: one trick for each trump of the seat
-                # holding every trump still out
+                # _par_py.ParSearch._top_trumps: one trick for each of the highest trumps
+                # still out held by one seat
                 trumps = SUIT[self.trump] & ~d.played
                 if trumps:
                     for i in range(4):
-                        if d.held[i] & trumps == trumps:
-                            value = popcount(trumps)
-                            if i == self.seat and value >= beta:
-                                return value
-                            if i != self.seat and most - value <= alpha:
-                                return most - value
+                        if d.held[i] & (<uint64_t>1 << high_card(trumps)):
                             break
+                    value = 0
+                    while trumps and d.held[i] & (<uint64_t>1 << high_card(trumps)):
+                        value += 1
+                        trumps ^= <uint64_t>1 << high_card(trumps)
+                    if i == self.seat and value >= beta:
+                        return value
+                    if i != self.seat and most - value <= alpha:
+                        return most - value
+            else:
+                value = self._ranked_out(d, most)
+                if value >= 0:
+                    return value
             keyed = True
             self._key(d, key)
             self.tt_probes += 1
@@ -337,13 +384,16 @@ cdef class ParSearch:
                 self.tt_hits += 1
                 low, high, hint = e.low, e.high, e.move
                 if low == high or low >= beta:
+                    self.tt_cuts += 1
                     return low
                 if high <= alpha:
+                    self.tt_cuts += 1
                     return high
                 if low > alpha:
                     alpha = low
                 if high < beta:
                     beta = high
+            self.searched_starts += 1
         maximizing = (to_play(d) == self.seat) == self.hero_wants_units
         original_alpha, original_beta = alpha, beta
         best = -1 if maximizing else 14

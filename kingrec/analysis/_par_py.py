@@ -11,10 +11,14 @@ the units of a trick, the deal's end (early end included). The search adds only 
 it fast, and none of it changes a value:
 
 - null-window alpha-beta (MTD(f) at the root), fail-soft, with the bound "0 .. units still
-  in play" (a position whose units can no longer change is a leaf) and, in koz, sure tricks:
-  a hero on lead who holds every trump still out wins a trick with each trump and with each
-  top card of a side suit; and whoever leads, a seat holding every trump still out wins a
-  trick with each of them;
+  in play" (a position whose units can no longer change is a leaf) and, in koz, sure tricks
+  (a floor for the hero on lead, a ceiling for it when another seat leads): the leader wins
+  a trick with each top card of a side suit for as many rounds as every other seat holding
+  a trump still follows that suit, then with each of its top trumps; and whoever leads,
+  the seat holding the highest trumps still out wins a trick with each of them; in the penalty
+  contracts, a hero whose every card is below all the others' cards of its suit wins no
+  trick left (0), and one whose every card is above them all, holding every suit they could
+  lead to it, wins every trick and unit left;
 - a transposition table at trick boundaries, keyed on what is left normalised to relative
   ranks (per suit, the owner and penalty status of each card still out, lowest first) and
   the leader: two positions with the same key are the same game (the legal sets, trick
@@ -98,6 +102,11 @@ class ParSearch:
         self.nodes = 0  # positions searched, over every search of this object
         self.tt_probes = 0  # looks into the table
         self.tt_hits = 0  # looks that found the position
+        # Where the nodes go (bench/bench_par.py reports them): nodes by the cards already
+        # on the table; table looks that answered without a search; trick starts searched.
+        self.nodes_by_card = [0, 0, 0, 0]
+        self.tt_cuts = 0
+        self.searched_starts = 0
         self._node_limit = 0
         self._deadline = 0
         self._clock: Callable[[], int] | None = None
@@ -168,38 +177,83 @@ class ParSearch:
         return (self.penalty & ~deal.played).bit_count()
 
     def _sure_tricks(self, deal: Deal, holder: int) -> int:
-        """Koz, ``holder`` on lead holding every trump still out: the tricks it wins for
-        certain by leading trumps and the top cards of the side suits (0 otherwise)."""
-        hand, out = deal.held[holder], ~deal.played
-        trumps = SUIT_MASKS[self.trump] & out
-        if trumps & ~hand:
-            return 0
+        """Koz, ``holder`` on lead: the tricks it wins for certain (quick tricks). It leads the
+        top cards of each side suit for as many rounds as every other seat holding a trump
+        still follows (nobody can ruff them: the others must follow suit), then its top
+        trumps (nobody can beat them); a side suit done first leaves every trump in place."""
+        held, out = deal.held, ~deal.played
+        hand = held[holder]
+        trump_suit = SUIT_MASKS[self.trump]
+        trumps = trump_suit & out
+        ruffers = [held[s] for s in range(4) if s != holder and held[s] & trumps]
         tops = 0
         for suit, suit_mask in enumerate(SUIT_MASKS):
             if suit == self.trump:
                 continue
             rest = suit_mask & out
-            while rest:
+            rounds = min((h & suit_mask).bit_count() for h in ruffers) if ruffers else 13
+            while rest and rounds:
                 top = 1 << (rest.bit_length() - 1)
                 if not hand & top:
                     break
                 tops |= top
                 rest ^= top
-        unbroken = self.flags & F_TRUMP_LEAD_BREAK and not deal.played & SUIT_MASKS[self.trump]
-        if unbroken and hand & ~tops & ~trumps:
+                rounds -= 1
+        unbroken = self.flags & F_TRUMP_LEAD_BREAK and not deal.played & trump_suit
+        if unbroken and hand & ~tops & ~trump_suit:
             return tops.bit_count()  # trumps may be led only once the hand holds nothing else
-        return tops.bit_count() + trumps.bit_count()
+        top_trumps = 0
+        while trumps and hand & (1 << (trumps.bit_length() - 1)):
+            top_trumps += 1
+            trumps ^= 1 << (trumps.bit_length() - 1)
+        return tops.bit_count() + top_trumps
 
-    def _trump_holder(self, deal: Deal) -> tuple[int, int]:
-        """Koz, at a trick boundary: the seat holding every trump still out and how many
-        (-1, 0 when none does). Whoever leads, each of those trumps wins the trick it is
-        played to, and all thirteen tricks are played."""
+    def _top_trumps(self, deal: Deal) -> tuple[int, int]:
+        """Koz, at a trick boundary: the seat holding the highest trump still out and how
+        many trumps in a row from the top down it holds (-1, 0 when no trump is out).
+        Whoever leads, each of them wins the trick it is played to (nothing can beat it),
+        and all thirteen tricks are played."""
         trumps = SUIT_MASKS[self.trump] & ~deal.played
-        if trumps:
-            for holder in range(4):
-                if deal.held[holder] & trumps == trumps:
-                    return holder, trumps.bit_count()
-        return -1, 0
+        if not trumps:
+            return -1, 0
+        top = 1 << (trumps.bit_length() - 1)
+        holder = next(s for s in range(4) if deal.held[s] & top)
+        hand, run = deal.held[holder], 0
+        while trumps and hand & (1 << (trumps.bit_length() - 1)):
+            run += 1
+            trumps ^= 1 << (trumps.bit_length() - 1)
+        return holder, run
+
+    def _ranked_out(self, deal: Deal, most: int) -> int:
+        """Penalty contracts, at a trick boundary: the hero's units from here on when the
+        ranks alone settle them, else -1.
+
+        When each of the hero's cards is below all the others' cards of its suit, the hero
+        wins no trick left: following, it is beaten by the card led; on lead, it leads a suit
+        another seat holds, which must follow, higher (0 units). When each is above all the
+        others' cards of its suit, and the hero holds every suit they could lead to it, it
+        wins every trick left, and with them every unit still in play."""
+        seat, held = self.seat, deal.held
+        hero = held[seat]
+        others = held[(seat + 1) % 4] | held[(seat + 2) % 4] | held[(seat + 3) % 4]
+        on_lead = deal.leader == seat
+        below = above = True
+        shared = 0  # the suits both the hero and the others hold
+        for suit_mask in SUIT_MASKS:
+            mine, theirs = hero & suit_mask, others & suit_mask
+            if mine and theirs:
+                shared |= suit_mask
+                if mine.bit_length() > (theirs & -theirs).bit_length():
+                    below = False  # a card of the hero's above one of theirs
+                if (mine & -mine).bit_length() < theirs.bit_length():
+                    above = False  # a card of the hero's below one of theirs
+            elif theirs and not on_lead:
+                above = False  # they can lead a suit the hero must discard on
+        if below and (not on_lead or deal.legal() & shared):
+            return 0
+        if above:
+            return most
+        return -1
 
     def _key(self, deal: Deal) -> tuple[int, ...]:
         """What is left, normalised to relative ranks, who leads, and for whom (at trick
@@ -277,6 +331,7 @@ class ParSearch:
     def _search(self, deal: Deal, alpha: int, beta: int) -> int:
         """Units the hero takes from ``deal`` on, within the window (alpha, beta), fail-soft."""
         self._tick()
+        self.nodes_by_card[len(deal.trick)] += 1
         if deal.end != END_PLAYING:
             return 0
         most = self._units_in_play(deal)
@@ -295,11 +350,15 @@ class ParSearch:
                     return sure  # at least these
                 if deal.leader != self.seat and most - sure <= alpha:
                     return most - sure  # the leader's sure tricks are lost to the hero
-                holder, trumps = self._trump_holder(deal)
+                holder, trumps = self._top_trumps(deal)
                 if holder == self.seat and trumps >= beta:
-                    return trumps  # at least one trick with each trump
+                    return trumps  # at least one trick with each top trump
                 if holder >= 0 and holder != self.seat and most - trumps <= alpha:
-                    return most - trumps  # at most the tricks the holder's trumps leave
+                    return most - trumps  # at most the tricks the holder's top trumps leave
+            else:
+                ranked = self._ranked_out(deal, most)
+                if ranked >= 0:
+                    return ranked  # the ranks settle the rest: nothing more, or every unit left
             key = self._key(deal)
             self.tt_probes += 1
             bounds = self.table.get(key)
@@ -307,10 +366,13 @@ class ParSearch:
                 self.tt_hits += 1
                 low, high, hint = bounds
                 if low == high or low >= beta:
+                    self.tt_cuts += 1
                     return low
                 if high <= alpha:
+                    self.tt_cuts += 1
                     return high
                 alpha, beta = max(alpha, low), min(beta, high)
+            self.searched_starts += 1
         maximizing = (deal.to_play == self.seat) == self.hero_wants_units
         seat = self.seat
         original_alpha, original_beta = alpha, beta

@@ -67,6 +67,9 @@ class _Searcher(Protocol):
     nodes: int
     tt_probes: int
     tt_hits: int
+    nodes_by_card: list[int]
+    tt_cuts: int
+    searched_starts: int
 
     def units_left(
         self,
@@ -91,6 +94,11 @@ class Stats:
     tt_probes: int = 0
     tt_hits: int = 0
     ms: float = 0.0
+    # Where the nodes went (bench/bench_par.py; not in to_json): by the cards already on the
+    # table, trick starts the table answered without a search, trick starts searched.
+    nodes_by_card: tuple[int, ...] = (0, 0, 0, 0)
+    tt_cuts: int = 0
+    searched_starts: int = 0
 
     @property
     def tt_hit_rate(self) -> float:
@@ -157,6 +165,9 @@ class Solver:
             search.tt_probes,
             search.tt_hits,
             (self.budget.clock() - self._started) / 1e6,
+            tuple(search.nodes_by_card),
+            search.tt_cuts,
+            search.searched_starts,
         )
 
 
