@@ -221,8 +221,10 @@ def analyse(
     if not files:
         raise click.UsageError("give FILES to analyse (or --db PATH with --all or --match ID)")
     wheres: deque[_Where] = deque()
+    longest = 0  # the most deals a match has: a --deal past it is no match's
 
     def tasks() -> Iterator[DealTask]:
+        nonlocal longest
         for path in record_paths(files):
             if isinstance(path, PathProblem):
                 tally.unreadable += 1
@@ -251,6 +253,7 @@ def analyse(
                             _problem(term, as_json, where, exc.code, f"{where}: {exc}")
                             continue
                         tally.matches += 1
+                        longest = max(longest, len(match.deals))
                         names = seat_names(match)
                         for number, deal in enumerate(match.deals, start=1):
                             if only and number not in only:
@@ -295,6 +298,10 @@ def analyse(
             else:
                 _deal_report(term, where, par, review, budget_ms, budget_nodes)
             bar.update(task_id, advance=1)
+    beyond = sorted(n for n in only if n > longest)
+    if beyond and tally.matches:
+        numbers = ", ".join(str(n) for n in beyond)
+        term.note(f"no match has deal {numbers}: the longest has {longest} deal(s)")
     if as_json:
         term.json({"type": "summary", **tally.to_dict()})
     else:

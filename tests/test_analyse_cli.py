@@ -122,6 +122,15 @@ def test_deal_given_several_times_analyses_each_of_those_deals_in_order(records:
     assert [d["deal"] for d in _json_lines(again.stdout)[:-1]] == [2]
 
 
+def test_a_deal_number_no_match_has_is_said_not_silently_passed_over(records: Path) -> None:
+    result = run("analyse", str(records), "--deal", "9", "--deal", "2", "--deal", "7", *NO_CLOCK)
+    assert result.returncode == 0, result.stderr
+    assert "Deal 2 — " in result.stdout and "1 deal(s) of 1 match(es)" in result.stdout
+    assert "kingrec: no match has deal 7, 9: the longest has 3 deal(s)" in result.stderr
+    quiet = run("analyse", str(records), "--deal", "3", "--par-only", "--from-trick", "12")
+    assert "no match has" not in quiet.stderr
+
+
 def test_a_deal_past_its_budget_is_reported_unsolved_and_exits_1(records: Path) -> None:
     budget = ("--budget-ms", "0", "--budget-nodes", "1000")  # nodes: the same on any machine
     result = run("analyse", str(records), "--deal", "3", *budget)
