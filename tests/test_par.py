@@ -291,36 +291,32 @@ def test_the_budget_is_checked_before_the_first_node(par_twin: ModuleType) -> No
     assert value == -1 and search.nodes == 0
 
 
-class _StopAfter:
-    """A stop that says "stop" from its ``n``-th look on, counting the looks."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.looks = 0
-
-    def __call__(self) -> bool:
-        self.looks += 1
-        return self.looks >= self.n
-
-
 def test_a_stop_from_outside_ends_a_search_under_way_in_both_twins(par_twin: ModuleType) -> None:
     deal = simulate_match(CLASSIC, 1).deals[3]  # from the first card: a long search
     position = replay_course(deal, CLASSIC).positions[0]
     flags = CLASSIC.deal_flags(deal.contract)
-    # Looks 1 and 2 come before the first node (the solver's, the twin's); the third is the
-    # twin's look from inside the search, after CLOCK_EVERY nodes: it says stop.
-    stop = _StopAfter(3)
+    looks: list[int] = []  # the nodes searched at each look at the stop
+
+    def stop() -> bool:  # "stop" at the first look from inside the search
+        looks.append(solver.stats().nodes)
+        return looks[-1] > 0
+
     solver = Solver(deal.contract, deal.trump - 1, flags, Budget(stop=stop), twin=par_twin)
     with pytest.raises(OutOfBudgetError):
         solver.units_left(position, 0)
-    assert stop.looks == 3
-    assert par_twin.CLOCK_EVERY <= solver.stats().nodes < 2 * par_twin.CLOCK_EVERY
-    # the same search with a stop that never says stop runs on past that look
-    never = _StopAfter(1 << 60)
-    budget = Budget(nodes=3 * par_twin.CLOCK_EVERY, stop=never)
+    assert looks[-1] > 0 and not any(looks[:-1])  # stopped at that look, not before
+    assert solver.stats().nodes < 2 * par_twin.CLOCK_EVERY  # within a few thousand positions
+    # the same search with a stop that never says stop runs on past that look, to its budget
+    never: list[int] = []
+
+    def go_on() -> bool:
+        never.append(0)
+        return False
+
+    budget = Budget(nodes=3 * par_twin.CLOCK_EVERY, stop=go_on)
     with pytest.raises(OutOfBudgetError):
         Solver(deal.contract, deal.trump - 1, flags, budget, twin=par_twin).units_left(position, 0)
-    assert never.looks >= 3
+    assert len(never) >= 3
 
 
 def test_a_stop_that_never_says_stop_changes_no_value(par_twin: ModuleType) -> None:
