@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections import deque
 from collections.abc import Iterator
@@ -47,6 +48,7 @@ EXIT_UNSOLVED = 1
 EXAMPLES = [
     ("kingrec analyse games.krec", "every deal: par, actual, the costly cards"),
     ("kingrec analyse games.krec --deal 3 --seat 0", "deal 3 of each match, seat 0 only"),
+    ("kingrec analyse games.krec --deal 1 --deal 3", "deals 1 and 3 of each match"),
     ("kingrec analyse games.krec --par-only --jobs 2", "par and actual only, on two cores"),
     ("kingrec analyse games.krec --json | jq .", "one JSON object per deal, then a summary"),
     ("kingrec analyse big.krec --budget-ms 2000", "give up on a deal after 2 s (unsolved)"),
@@ -120,10 +122,12 @@ class _Tally:
 )
 @click.option(
     "--deal",
-    "deal_number",
+    "deal_numbers",
     type=click.IntRange(min=1),
+    multiple=True,
     metavar="N",
-    help="Analyse only deal N (from 1) of each match.",
+    help="Analyse only deal N (from 1) of each match; repeat for more (--deal 1 --deal 3). "
+    "Default: every deal.",
 )
 @click.option(
     "--from-trick",
@@ -175,7 +179,7 @@ def analyse(
     files: tuple[str, ...],
     as_json: bool,
     seats: tuple[int, ...],
-    deal_number: int | None,
+    deal_numbers: tuple[int, ...],
     from_trick: int,
     par_only: bool,
     jobs: int,
@@ -202,15 +206,13 @@ def analyse(
     term = Terminal()
     tally = _Tally()
     wanted = tuple(sorted(set(seats))) or (0, 1, 2, 3)
+    only = frozenset(deal_numbers)
     options = AnalyseOptions(
-        wanted, deal_number, 4 * (from_trick - 1), par_only, jobs, budget_ms, budget_nodes
+        wanted, only, 4 * (from_trick - 1), par_only, jobs, budget_ms, budget_nodes
     )
     if db is not None or all_matches or match_ids:
         if files:
-            raise click.UsageError(
-                "give FILES or --db, not both: store the records first (kingrec ingest "
-                "FILES --db PATH), then analyse them there (kingrec analyse --db PATH --all)"
-            )
+            raise click.UsageError(_store_first(click.get_current_context(), files, db))
         if not all_matches and not match_ids:
             raise click.UsageError("with --db, say which stored matches: --all or --match ID")
         if all_matches and match_ids:
@@ -219,8 +221,10 @@ def analyse(
     if not files:
         raise click.UsageError("give FILES to analyse (or --db PATH with --all or --match ID)")
     wheres: deque[_Where] = deque()
+    longest = 0  # the most deals a match has: a --deal past it is no match's
 
     def tasks() -> Iterator[DealTask]:
+        nonlocal longest
         for path in record_paths(files):
             if isinstance(path, PathProblem):
                 tally.unreadable += 1
@@ -249,9 +253,10 @@ def analyse(
                             _problem(term, as_json, where, exc.code, f"{where}: {exc}")
                             continue
                         tally.matches += 1
+                        longest = max(longest, len(match.deals))
                         names = seat_names(match)
                         for number, deal in enumerate(match.deals, start=1):
-                            if deal_number is not None and number != deal_number:
+                            if only and number not in only:
                                 continue
                             wheres.append(_Where(item.location, match.match_id, names))
                             yield DealTask(
@@ -293,6 +298,10 @@ def analyse(
             else:
                 _deal_report(term, where, par, review, budget_ms, budget_nodes)
             bar.update(task_id, advance=1)
+    beyond = sorted(n for n in only if n > longest)
+    if beyond and tally.matches:
+        numbers = ", ".join(str(n) for n in beyond)
+        term.note(f"no match has deal {numbers}: the longest has {longest} deal(s)")
     if as_json:
         term.json({"type": "summary", **tally.to_dict()})
     else:
@@ -300,6 +309,42 @@ def analyse(
     if tally.unreadable or tally.damaged or tally.skipped:
         sys.exit(EXIT_UNREADABLE)
     sys.exit(EXIT_UNSOLVED if tally.unsolved else EXIT_OK)
+
+
+def _store_first(ctx: click.Context, files: tuple[str, ...], db: str | None) -> str:
+    """The refusal of FILES with --db, naming the two commands that do it: the analysis of
+    a store reads its stored records, so FILES are ingested first."""
+    store = ["--db", db] if db is not None else []
+    ingest = ["kingrec", "ingest", *files, *store]
+    asked = _given_options(ctx)
+    if "--all" not in asked and "--match" not in asked:
+        asked.append("--all")
+    analyse = ["kingrec", "analyse", *asked]
+    return (
+        "give FILES or --db, not both: --db analyses the records stored there, so store "
+        f"FILES first, then analyse them there:\n  {shlex.join(ingest)}\n  {shlex.join(analyse)}"
+    )
+
+
+def _given_options(ctx: click.Context) -> list[str]:
+    """The options given on the command line, as they would be typed again."""
+    words: list[str] = []
+    for param in ctx.command.params:
+        name = param.name
+        if not isinstance(param, click.Option) or name is None:
+            continue
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.COMMANDLINE:
+            continue
+        value = ctx.params[name]
+        flag = max(param.opts, key=len)
+        if param.is_flag and param.secondary_opts and not value:
+            words.append(max(param.secondary_opts, key=len))
+        elif param.is_flag:
+            words.append(flag)
+        else:
+            for item in value if param.multiple else (value,):
+                words += [flag, str(item)]
+    return words
 
 
 def _where_json(where: _Where) -> dict[str, object]:

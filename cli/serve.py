@@ -13,6 +13,7 @@ import click
 from kingrec.store.db import default_path
 from kingrec_service import ServiceConfig
 from kingrec_service import serve as run_server
+from kingrec_service.analysing import SEARCH_THREADS, WAITING_CALLS, AnalyseLimits
 from kingrec_service.live import LiveConfig
 from kingrec_service.server import token_problem
 from kingrec_service.storage import QueryLimits
@@ -107,6 +108,16 @@ def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     help="How long one Query may run.",
 )
 @click.option(
+    "--analyse-queue",
+    type=click.IntRange(0, 10_000),
+    default=WAITING_CALLS,
+    show_default=True,
+    metavar="N",
+    help=f"How many Analyse calls may wait for one of the {SEARCH_THREADS} par search threads; "
+    "one more is refused at once (RESOURCE_EXHAUSTED, kingrec-code ANALYSES_BUSY; HTTP 429) "
+    "rather than queued (0: none wait).",
+)
+@click.option(
     "--watch-flush",
     type=click.FloatRange(min=0, max=10_000),
     default=round(LiveConfig.flush * 1000),
@@ -143,6 +154,7 @@ def serve(
     tls_key: str | None,
     db: str | None,
     query_timeout: float,
+    analyse_queue: int,
     watch_flush: float,
     http: str | None,
     http_cors: str | None,
@@ -174,6 +186,7 @@ def serve(
             tls_key=Path(tls_key).read_bytes() if tls_key else None,
             db=db or default_path(),
             query=QueryLimits(timeout_s=query_timeout),
+            analyse=AnalyseLimits(waiting=analyse_queue),
             grace=grace,
             live=LiveConfig(flush=watch_flush / 1000),
             http_host=http_host,

@@ -22,7 +22,7 @@ class AnalyseOptions:
     """What ``kingrec analyse`` was asked, for files or a store alike."""
 
     seats: tuple[int, ...]
-    deal_number: int | None
+    deals: frozenset[int]  # the deal numbers asked for, from 1 (empty: every deal)
     from_play: int
     par_only: bool
     jobs: int
@@ -58,7 +58,7 @@ def analyse_stored(
             from_play=options.from_play,
             budget_ms=options.budget_ms,
             budget_nodes=options.budget_nodes,
-            deal_number=options.deal_number,
+            deals=options.deals,
             jobs=options.jobs,
             progress=lambda _par, _costs: bar.update(task_id, advance=1),
         )

@@ -4,16 +4,25 @@ A par search is CPU work of seconds per deal; an attacker asking for many deals 
 budget would hold a thread for as long as it liked. A call is therefore checked before any
 search runs: at most ``MAX_DEALS`` deals, ``MAX_BUDGET_MS`` per deal and ``MAX_CALL_MS`` for
 the call (deals times the per-deal budget); past a bound it is refused with LIMIT_EXCEEDED.
-The searches run on threads of their own (``SEARCH_THREADS``), never on the event loop nor
-on the threads the other calls share (asyncio's default pool): calls past those wait, and
-many of them cannot starve Validate or the store's calls.
+
+The searches run on the server's ``Analyser``: threads of their own
+(``AnalyseLimits.threads``), never the event loop nor the threads the other calls share
+(asyncio's default pool), so many calls cannot starve Validate or the store's calls. At
+most ``AnalyseLimits.waiting`` calls wait for a thread behind those searching; one more is
+refused at once, before any search (``AnalysisBusyError``: RESOURCE_EXHAUSTED,
+``kingrec-code`` ANALYSES_BUSY), rather than queued without end. A call that ends before its
+search does (the client cancelled, its deadline passed, the server stops) stops the search
+(``Budget.stop``: the twins see it where they look at the clock), so its thread is free for
+the next call within a few thousand positions.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from kingrec.analysis.batch import DealTask, analyse_deal
 from kingrec.analysis.par import DealPar
@@ -22,7 +31,7 @@ from kingrec.boundary import ruleset_from_proto
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 
-from .errors import AnalysisTooBigError, BadRequestError
+from .errors import AnalysisBusyError, AnalysisTooBigError, BadRequestError, ShuttingDownError
 
 __all__ = [
     "DEFAULT_BUDGET_MS",
@@ -30,7 +39,9 @@ __all__ = [
     "MAX_CALL_MS",
     "MAX_DEALS",
     "SEARCH_THREADS",
-    "analyse_match",
+    "WAITING_CALLS",
+    "AnalyseLimits",
+    "Analyser",
 ]
 
 MAX_DEALS = 20
@@ -38,7 +49,20 @@ DEFAULT_BUDGET_MS = 2000
 MAX_BUDGET_MS = 10_000
 MAX_CALL_MS = 20_000
 SEARCH_THREADS = 2  # a search is CPU work: more threads than cores only share them
-_SEARCHES = ThreadPoolExecutor(SEARCH_THREADS, thread_name_prefix="kingrec-analyse")
+# Calls that may wait for a search thread. Each may search for MAX_CALL_MS, so the last of
+# them waits at most WAITING_CALLS / SEARCH_THREADS * MAX_CALL_MS (40 s) before it starts:
+# about as long as a client would wait, and the server holds no more than that in hand.
+WAITING_CALLS = 4
+STOPPING = "the server is shutting down: analyse again once it is back"
+
+
+@dataclass(frozen=True)
+class AnalyseLimits:
+    """How many Analyse calls search at once (``threads``) and how many more may wait for
+    a thread (``waiting``; 0: none, a call finds a thread free or is refused)."""
+
+    threads: int = SEARCH_THREADS
+    waiting: int = WAITING_CALLS
 
 
 def _tasks(match: pb.Match, request: svc.AnalyseRequest) -> list[DealTask]:
@@ -122,11 +146,76 @@ def _deal(result: DealReview | DealPar) -> svc.DealAnalysis:
     return out
 
 
-def _analyse(tasks: Sequence[DealTask]) -> svc.AnalyseResponse:
-    return svc.AnalyseResponse(deals=[_deal(analyse_deal(task)) for task in tasks])
+def _analyse(tasks: Sequence[DealTask], stop: threading.Event) -> svc.AnalyseResponse:
+    deals = []
+    for task in tasks:
+        if stop.is_set():  # the caller is gone: the deals left would be searched for nobody
+            break
+        deals.append(_deal(analyse_deal(task, stop.is_set)))
+    return svc.AnalyseResponse(deals=deals)
 
 
-async def analyse_match(match: pb.Match, request: svc.AnalyseRequest) -> svc.AnalyseResponse:
-    """The analysis ``request`` asks for of ``match``, searched on a search thread."""
-    tasks = _tasks(match, request)
-    return await asyncio.get_running_loop().run_in_executor(_SEARCHES, _analyse, tasks)
+class Analyser:
+    """The server's par searches: ``limits.threads`` threads, ``limits.waiting`` calls
+    waiting behind them at most, each call's search stopped when the call ends first."""
+
+    def __init__(self, limits: AnalyseLimits | None = None) -> None:
+        self.limits = limits or AnalyseLimits()
+        self._pool = ThreadPoolExecutor(self.limits.threads, thread_name_prefix="kingrec-analyse")
+        self._lock = threading.Lock()
+        self._stops: set[threading.Event] = set()  # one per call searching or waiting
+        self._closed = False
+
+    @property
+    def in_flight(self) -> int:
+        """Calls searching or waiting for a search thread."""
+        with self._lock:
+            return len(self._stops)
+
+    def _admit(self) -> threading.Event:
+        places = self.limits.threads + self.limits.waiting
+        with self._lock:
+            if self._closed:
+                raise ShuttingDownError(STOPPING)
+            if len(self._stops) >= places:
+                raise AnalysisBusyError(
+                    f"the server searches {self.limits.threads} Analyse call(s) at once and "
+                    f"keeps {self.limits.waiting} waiting, and all {places} places are taken; "
+                    "try again shortly"
+                )
+            stop = threading.Event()
+            self._stops.add(stop)
+        return stop
+
+    def _give_back(self, stop: threading.Event) -> None:
+        with self._lock:
+            self._stops.discard(stop)
+
+    async def analyse(self, match: pb.Match, request: svc.AnalyseRequest) -> svc.AnalyseResponse:
+        """The analysis ``request`` asks for of ``match``, searched on a search thread;
+        ``AnalysisTooBigError`` or ``AnalysisBusyError`` before any search."""
+        tasks = _tasks(match, request)
+        stop = self._admit()
+        try:
+            work = self._pool.submit(_analyse, tasks, stop)
+        except RuntimeError:  # closed between the admission and here
+            self._give_back(stop)
+            raise ShuttingDownError(STOPPING) from None
+        # The place is given back when the work is done or dropped, not when the call ends:
+        # a stopped search still holds its thread for the few positions until it looks.
+        work.add_done_callback(lambda _: self._give_back(stop))
+        try:
+            return await asyncio.wrap_future(work)
+        except asyncio.CancelledError:
+            stop.set()  # the call ended first (cancelled, past its deadline): stop searching
+            work.cancel()  # and if it still waits for a thread, drop it
+            raise
+
+    def close(self) -> None:
+        """Stop every search, take no more calls, let the threads end."""
+        with self._lock:
+            self._closed = True
+            stops = list(self._stops)
+        for stop in stops:
+            stop.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -37,6 +37,7 @@ __all__ = [
     "LEGAL_KEY",
     "RESUME_KEY",
     "STATUS",
+    "AnalysisBusyError",
     "AnalysisTooBigError",
     "BadRequestError",
     "FellBehindError",
@@ -169,6 +170,12 @@ class AnalysisTooBigError(LimitError):
     code = "LIMIT_EXCEEDED"
 
 
+class AnalysisBusyError(KingrecError):
+    """The server searches and keeps waiting as many Analyse calls as it may."""
+
+    code = "ANALYSES_BUSY"
+
+
 class UnauthenticatedError(KingrecError):
     code = "UNAUTHENTICATED"
 
@@ -201,6 +208,7 @@ STATUS: dict[type[Exception], grpc.StatusCode] = {
     QueryBusyError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     QueryDeadlineError: grpc.StatusCode.DEADLINE_EXCEEDED,
     AnalysisTooBigError: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    AnalysisBusyError: grpc.StatusCode.RESOURCE_EXHAUSTED,
     BadRequestError: grpc.StatusCode.INVALID_ARGUMENT,
     UnreadableRecordError: grpc.StatusCode.INVALID_ARGUMENT,
     RefusedError: grpc.StatusCode.FAILED_PRECONDITION,

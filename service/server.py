@@ -22,8 +22,8 @@ lets one process write a file, so nothing else may hold it open meanwhile).
 stored, viewers get the end of their match, replays and publishers end UNAVAILABLE saying where
 to resume, queries are interrupted at once and end UNAVAILABLE (SHUTTING_DOWN), uploads get
 the answers to what they sent before and end UNAVAILABLE, unary calls in flight finish
-(within ``grace`` seconds); then what is queued for the store is committed and
-the store closed.
+(within ``grace`` seconds; the par searches of those still running then stop); then what is
+queued for the store is committed and the store closed.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from kingrec.limits import MAX_JSON_LINE_BYTES
 from kingrec.v1 import service_pb2 as svc
 
 from ._pb import service_pb2_grpc
+from .analysing import AnalyseLimits, Analyser
 from .errors import ShuttingDownError
 from .http import HttpSite, create_app
 from .live import Hub, LiveConfig
@@ -120,6 +121,7 @@ class ServiceConfig:
     tls_key: bytes | None = None  # PEM private key
     db: str | None = None  # the store's DuckDB file (None: no store; the store RPCs refuse)
     query: QueryLimits = field(default_factory=QueryLimits)
+    analyse: AnalyseLimits = field(default_factory=AnalyseLimits)  # Analyse's searches
     grace: float = 10.0  # seconds in-flight calls get to finish on stop
     live: LiveConfig = field(default_factory=LiveConfig)
     http_host: str | None = None  # the HTTP API and web viewer on this address (None: off)
@@ -138,6 +140,7 @@ class KingrecServer:
         grace: float,
         store: StoreGateway | None,
         http: HttpSite | None = None,
+        analyser: Analyser | None = None,
     ) -> None:
         self.grpc = server
         self.hub = hub
@@ -145,6 +148,7 @@ class KingrecServer:
         self.grace = grace
         self.store = store
         self.http = http
+        self.analyser = analyser or Analyser()
 
     @property
     def http_port(self) -> int | None:
@@ -168,6 +172,7 @@ class KingrecServer:
         await closing
         if web is not None:  # its streams end with the matches and replays they follow
             await web
+        self.analyser.close()  # searches of calls past the grace stop, their threads end
         if self.store is not None:  # what is queued is committed, then the file is closed
             await asyncio.to_thread(self.store.close)
 
@@ -192,7 +197,9 @@ def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
     hub = Hub(config.live, None if store is None else partial(store_live, store))
     methods = MethodTable(config.token, GUARDED)  # each method guarded once, here
     table = methods.as_server()  # the services register into it, not into the server
-    service_pb2_grpc.add_KingrecServiceServicer_to_server(KingrecServicer(hub, store), table)
+    analyser = Analyser(config.analyse)
+    servicer = KingrecServicer(hub, store, analyser)
+    service_pb2_grpc.add_KingrecServiceServicer_to_server(servicer, table)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, table)
     names = (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME)
@@ -214,7 +221,7 @@ def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
     http = None
     if port != 0 and config.http_host is not None:
         try:
-            app = create_app(hub, store, config.http_cors)
+            app = create_app(hub, store, config.http_cors, analyser)
             http = HttpSite(app, config.http_host, config.http_port, config.grace)
         except OSError as exc:
             where = _address(config.http_host, config.http_port)
@@ -222,8 +229,10 @@ def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
     if port == 0:
         if store is not None:
             store.close()
+        analyser.close()
         raise ServerError(problem)
-    return KingrecServer(server, hub, health_servicer, config.grace, store, http), port
+    built = KingrecServer(server, hub, health_servicer, config.grace, store, http, analyser)
+    return built, port
 
 
 async def serve(

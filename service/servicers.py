@@ -15,7 +15,7 @@ from kingrec.container import MAGIC
 from kingrec.v1 import service_pb2 as svc
 
 from ._pb import service_pb2_grpc
-from .analysing import analyse_match
+from .analysing import Analyser
 from .errors import BadRequestError, NoStoreError, ShuttingDownError
 from .events import response
 from .live import Hub, LiveMatch
@@ -45,9 +45,12 @@ def _seat(request: svc.ReplayRequest | svc.WatchRequest) -> int | None:
 
 
 class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
-    def __init__(self, hub: Hub, store: StoreGateway | None) -> None:
+    def __init__(
+        self, hub: Hub, store: StoreGateway | None, analyser: Analyser | None = None
+    ) -> None:
         self.hub = hub
         self.store = store
+        self.analyser = analyser or Analyser()
 
     def _store(self, what: str) -> StoreGateway:
         if self.store is None:
@@ -205,7 +208,7 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
             match = await get_stored(self._store("analysing a stored match"), request.match_id)
         else:
             match = match_of_record(request.record)
-        return await analyse_match(match, request)
+        return await self.analyser.analyse(match, request)
 
 
 def _listed(index: int, request: svc.ValidateStreamRequest) -> list[Encoded]:

@@ -111,6 +111,26 @@ def test_seat_picks_the_seats_and_par_only_skips_the_card_costs(records: Path) -
     assert "costly_plays" not in deal
 
 
+def test_deal_given_several_times_analyses_each_of_those_deals_in_order(records: Path) -> None:
+    result = run("analyse", str(records), "--json", "--deal", "2", "--deal", "1", *NO_CLOCK)
+    assert result.returncode == 0, result.stderr
+    *deals, summary = _json_lines(result.stdout)
+    assert [d["deal"] for d in deals] == [1, 2]  # the match's order, each deal once
+    assert [d["contract"] for d in deals] == ["KOZ", "RIFKI"]
+    assert summary["deals"] == 2 and summary["solved"] == 2
+    again = run("analyse", str(records), "--json", "--deal", "2", "--deal", "2", *NO_CLOCK)
+    assert [d["deal"] for d in _json_lines(again.stdout)[:-1]] == [2]
+
+
+def test_a_deal_number_no_match_has_is_said_not_silently_passed_over(records: Path) -> None:
+    result = run("analyse", str(records), "--deal", "9", "--deal", "2", "--deal", "7", *NO_CLOCK)
+    assert result.returncode == 0, result.stderr
+    assert "Deal 2 — " in result.stdout and "1 deal(s) of 1 match(es)" in result.stdout
+    assert "kingrec: no match has deal 7, 9: the longest has 3 deal(s)" in result.stderr
+    quiet = run("analyse", str(records), "--deal", "3", "--par-only", "--from-trick", "12")
+    assert "no match has" not in quiet.stderr
+
+
 def test_a_deal_past_its_budget_is_reported_unsolved_and_exits_1(records: Path) -> None:
     budget = ("--budget-ms", "0", "--budget-nodes", "1000")  # nodes: the same on any machine
     result = run("analyse", str(records), "--deal", "3", *budget)

@@ -428,6 +428,55 @@ def test_the_budget_is_checked_before_the_first_node(par_twin: ModuleType) -> No
     assert value == -1 and search.nodes == 0
 
 
+def test_a_stop_from_outside_ends_a_search_under_way_in_both_twins(par_twin: ModuleType) -> None:
+    deal = simulate_match(CLASSIC, 1).deals[3]  # from the first card: a long search
+    position = replay_course(deal, CLASSIC).positions[0]
+    flags = CLASSIC.deal_flags(deal.contract)
+    looks: list[int] = []  # the nodes searched at each look at the stop
+
+    def stop() -> bool:  # "stop" at the first look from inside the search
+        looks.append(solver.stats().nodes)
+        return looks[-1] > 0
+
+    solver = Solver(deal.contract, deal.trump - 1, flags, Budget(stop=stop), twin=par_twin)
+    with pytest.raises(OutOfBudgetError):
+        solver.units_left(position, 0)
+    assert looks[-1] > 0 and not any(looks[:-1])  # stopped at that look, not before
+    assert solver.stats().nodes < 2 * par_twin.CLOCK_EVERY  # within a few thousand positions
+    # the same search with a stop that never says stop runs on past that look, to its budget
+    never: list[int] = []
+
+    def go_on() -> bool:
+        never.append(0)
+        return False
+
+    budget = Budget(nodes=3 * par_twin.CLOCK_EVERY, stop=go_on)
+    with pytest.raises(OutOfBudgetError):
+        Solver(deal.contract, deal.trump - 1, flags, budget, twin=par_twin).units_left(position, 0)
+    assert len(never) >= 3
+
+
+def test_a_stop_that_never_says_stop_changes_no_value(par_twin: ModuleType) -> None:
+    deal = simulate_match(CLASSIC, 1).deals[3]
+    course = replay_course(deal, CLASSIC)
+    flags = CLASSIC.deal_flags(deal.contract)
+    for at in (36, 40, 44):
+        for seat in range(4):
+            plain = Solver(deal.contract, deal.trump - 1, flags, twin=par_twin)
+            watched = Solver(
+                deal.contract, deal.trump - 1, flags, Budget(stop=lambda: False), twin=par_twin
+            )
+            position = course.positions[at]
+            assert watched.units_left(position, seat) == plain.units_left(position, seat)
+
+
+def test_a_deal_stopped_from_outside_is_unsolved_and_searches_nothing() -> None:
+    deal = simulate_match(CLASSIC, 1).deals[3]
+    result = deal_par(deal, CLASSIC, budget=Budget(stop=lambda: True))
+    assert not result.solved and result.stats.nodes == 0
+    assert [s.par for s in result.seats] == [None] * 4
+
+
 # -- card costs ------------------------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pytest
@@ -29,6 +30,7 @@ from kingrec.rules import preset
 from kingrec.simulate import simulate_match
 from kingrec.store import Store
 from kingrec.store.export import PER_MATCH, WHOLE, export_parquet, exported_columns
+from kingrec.store.par import analyse_store
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -119,8 +121,10 @@ def test_every_table_reads_back_with_its_rows_and_documented_partitions(
             tuple(part.split("=", 1)[1] for part in path.parent.relative_to(exported / table).parts)
             for path in (exported / table).rglob("*.parquet")
         }
-        # simulated records are clean: an empty table has one empty file in a NULL partition
-        expected = months if table != "findings" else {("__HIVE_DEFAULT_PARTITION__",) * 2}
+        # simulated records are clean and this store is not analysed: an empty table has one
+        # empty file in a NULL partition
+        empty = table in ("findings", "deal_par", "play_costs")
+        expected = months if not empty else {("__HIVE_DEFAULT_PARTITION__",) * 2}
         assert dirs == expected, table
     for table in WHOLE:
         data = pads.dataset(exported / table, format="parquet")
@@ -130,6 +134,64 @@ def test_every_table_reads_back_with_its_rows_and_documented_partitions(
     )
     assert 0 < plays.num_rows < counts["plays"]
     assert set(plays.column("position").to_pylist()) == {0, 1, 2, 3}
+
+
+PAR_TABLES = ("deal_par", "play_costs")
+
+
+@pytest.fixture(scope="module")
+def analysed_path(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A store of matches of two presets in several months, every deal analysed from trick
+    11 on (microseconds a deal, no budget: the same rows on any machine)."""
+    db = str(tmp_path_factory.mktemp("analysed") / "k.duckdb")
+    with Store.open(db) as store:
+        for name in PRESETS:
+            matches = [simulate_match(preset(name), s * 3_000_000 + 1) for s in range(3)]
+            store.ingest_matches(matches, source=f"sim-{name}")
+        summary = analyse_store(store, from_play=40)
+        assert summary.deals > 0 and summary.unsolved == summary.costs_unsolved == 0
+        assert summary.costly > 0  # some play_costs rows price a card that cost something
+    return db
+
+
+def test_an_analysed_store_exports_its_par_rows_and_duckdb_reads_the_same_rows_back(
+    analysed_path: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "parquet"
+    summary = export_parquet(analysed_path, out)
+    with Store.open(analysed_path, read_only=True) as store:
+        months = set(store.con.execute(_MONTHS).fetchall())
+        stored = {
+            t: _normal(store.con.execute(f"SELECT * FROM {t}").fetchall()) for t in PAR_TABLES
+        }
+        names = {
+            t: [r[0] for r in store.con.execute(f"DESCRIBE {t}").fetchall()] for t in PAR_TABLES
+        }
+    manifest = json.loads((out / "kingrec_export.json").read_text(encoding="utf-8"))
+    reader = duckdb.connect()
+    for table in PAR_TABLES:
+        assert summary.rows[table] == manifest["rows"][table] == len(stored[table]) > 0, table
+        assert table in manifest["partitioning"]["tables"]
+        glob = str(out / table / "**" / "*.parquet")
+        columns = ", ".join(f'"{n}"' for n in names[table])
+        back = reader.execute(
+            f"SELECT {columns} FROM read_parquet(?, hive_partitioning = true)", [glob]
+        ).fetchall()
+        assert _normal(back) == stored[table], table
+        # every analysed match's partition is there, as for the other per-match tables
+        parts = reader.execute(
+            "SELECT DISTINCT preset, month FROM read_parquet(?, hive_partitioning = true)", [glob]
+        ).fetchall()
+        assert set(parts) == months, table
+    joined = reader.execute(
+        "SELECT count(*) FROM read_parquet(?, hive_partitioning = true) p "
+        "JOIN read_parquet(?, hive_partitioning = true) d USING (match_key, deal)",
+        [str(out / "deal_par" / "**" / "*.parquet"), str(out / "deals" / "**" / "*.parquet")],
+    ).fetchall()
+    assert joined == [(summary.rows["deal_par"],)]  # joinable with the exported deals
+
+
+_MONTHS = "SELECT preset, strftime(coalesce(start_time, ingested_at), '%Y-%m') FROM matches"
 
 
 def test_an_existing_directory_is_kept_unless_overwrite(store_path: str, tmp_path: Path) -> None:

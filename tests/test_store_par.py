@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -247,6 +248,33 @@ def test_analyse_db_refuses_files_unnamed_matches_and_unknown_ids_without_a_trac
         assert "Traceback" not in result.stderr
     with Store.open(db, read_only=True) as store:
         assert store.count("deal_par") == 0
+
+
+def test_analyse_db_with_files_names_the_exact_commands_and_they_do_it(tmp_path: Path) -> None:
+    _filled(tmp_path)  # games.krec (and a store beside it this test does not use)
+    records = tmp_path / "games.krec"
+    db = str(tmp_path / "new store.duckdb")  # a space: the commands must quote it
+    asked = ("--from-trick", "12", "--deal", "1", "--deal", "3", "--par-only", *NO_CLOCK)
+    refused = run("analyse", str(records), "--db", db, *asked)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    commands = [line.strip() for line in refused.stderr.splitlines() if line.startswith("  ")]
+    assert commands == [
+        shlex.join(["kingrec", "ingest", str(records), "--db", db]),
+        shlex.join(
+            [
+                *("kingrec", "analyse", "--db", db, "--deal", "1", "--deal", "3"),
+                *("--from-trick", "12", "--par-only", *NO_CLOCK, "--all"),
+            ]
+        ),
+    ]
+    assert not Path(db).exists()  # refused before anything was opened
+    for command in commands:
+        words = shlex.split(command)
+        done = run(*words[1:])
+        assert done.returncode == 0, done.stderr
+    with Store.open(db, read_only=True) as store:
+        deals = store.con.execute("SELECT DISTINCT deal FROM deal_par ORDER BY deal").fetchall()
+    assert deals == [(1,), (3,)]
 
 
 # -- the par stats --------------------------------------------------------------------------

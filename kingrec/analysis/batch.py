@@ -12,7 +12,7 @@ import multiprocessing
 import multiprocessing.pool
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from ..boundary import replayable
@@ -41,10 +41,11 @@ class DealTask:
     from_play: int = 0  # analyse from the position before this play (past the end: the end)
 
 
-def analyse_deal(task: DealTask) -> DealReview | DealPar:
-    """The analysis one task asks for, on this process."""
+def analyse_deal(task: DealTask, stop: Callable[[], bool] | None = None) -> DealReview | DealPar:
+    """The analysis one task asks for, on this process; ``stop`` (a caller gone) ends its
+    search early, the deal then unsolved (``Budget.stop``)."""
     deal = pb.Deal.FromString(task.deal)
-    budget = Budget(ms=task.budget_ms, nodes=task.budget_nodes)
+    budget = Budget(ms=task.budget_ms, nodes=task.budget_nodes, stop=stop)
     start = 0
     if task.from_play and replayable(deal):
         start = min(task.from_play, len(replay_course(deal, task.rules).plays))

@@ -56,11 +56,29 @@ class OutOfBudgetError(Exception):
 @dataclass(frozen=True)
 class Budget:
     """How much search one deal may use: ``ms`` of ``clock`` time and ``nodes`` positions
-    (0: no limit). ``clock`` (nanoseconds) is injectable so tests need no real time."""
+    (0: no limit). ``clock`` (nanoseconds) is injectable so tests need no real time.
+    ``stop``, when given, ends the search from outside once it returns True (a caller that
+    went away): the deal is then unsolved, as past its budget."""
 
     ms: int = 0
     nodes: int = 0
     clock: Callable[[], int] = time.monotonic_ns
+    stop: Callable[[], bool] | None = None
+
+
+# Later than any clock's reading: the deadline of a search with a stop but no time budget.
+_NEVER = 1 << 62
+
+
+def _stoppable(clock: Callable[[], int], stop: Callable[[], bool]) -> Callable[[], int]:
+    """``clock``, reading past every deadline once ``stop()``: a stop is a deadline come
+    early, so the twins see it where they look at the clock (every ``CLOCK_EVERY`` nodes)
+    and need no seam of their own."""
+
+    def read() -> int:
+        return _NEVER if stop() else clock()
+
+    return read
 
 
 class _Searcher(Protocol):
@@ -131,6 +149,10 @@ class Solver:
         self._search: _Searcher = self.twin.ParSearch(contract, trump, flags)
         self._started = self.budget.clock()
         self._deadline = self._started + self.budget.ms * 1_000_000 if self.budget.ms else 0
+        self._clock = self.budget.clock
+        if self.budget.stop is not None:
+            self._deadline = self._deadline or _NEVER
+            self._clock = _stoppable(self.budget.clock, self.budget.stop)
 
     def units_left(self, deal: Deal, seat: int, guess: int = 0) -> int:
         """The units ``seat`` is sure of from ``deal``'s position on (0 once it has ended);
@@ -142,6 +164,8 @@ class Solver:
         limit = self.budget.nodes
         if limit and self._search.nodes >= limit:
             raise OutOfBudgetError
+        if self.budget.stop is not None and self.budget.stop():
+            raise OutOfBudgetError
         value = self._search.units_left(
             seat,
             deal.held,
@@ -151,7 +175,7 @@ class Solver:
             len(deal.winners),
             limit,
             self._deadline,
-            self.budget.clock if self._deadline else None,
+            self._clock if self._deadline else None,
             guess,
         )
         if value < 0:

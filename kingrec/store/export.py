@@ -7,6 +7,7 @@
       matches/preset=classic/month=2026-11/part-0.parquet
       players/preset=…/month=…/…           the same two keys on every per-match table:
       deals/…  tricks/…  plays/…  findings/…  records/…
+      deal_par/…  play_costs/…             the par analysis (kingrec analyse --db), when run
       damage/part-0.parquet                not per match: one file each
       cards/part-0.parquet
 
@@ -51,7 +52,17 @@ BATCH_ROWS = 256 * 1024
 _TMP_PREFIX = ".kingrec-export-"
 _NULL = "__HIVE_DEFAULT_PARTITION__"  # a NULL partition key, as Hive, Spark and pyarrow write it
 # The tables with rows per match, partitioned by that match's preset and month.
-PER_MATCH = ("matches", "players", "deals", "tricks", "plays", "findings", "records")
+PER_MATCH = (
+    "matches",
+    "players",
+    "deals",
+    "tricks",
+    "plays",
+    "findings",
+    "records",
+    "deal_par",
+    "play_costs",
+)
 WHOLE = ("damage", "cards", "kingrec_meta")
 
 # The partition keys of each match, by match_key.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,13 +68,14 @@ def analyse_store(
     from_play: int = 0,
     budget_ms: int = 0,
     budget_nodes: int = 0,
-    deal_number: int | None = None,
+    deals: Collection[int] = (),
     jobs: int = 1,
     batch_deals: int = BATCH_DEALS,
     progress: Callable[[DealPar, bool], object] | None = None,
 ) -> AnalysisSummary:
-    """Analyse the deals of the stored matches (``match_ids``; None: every stored match)
-    and store the results; ``progress(par, costs_solved)`` is called after each deal."""
+    """Analyse the deals of the stored matches (``match_ids``; None: every stored match;
+    ``deals``: only those deal numbers, from 1, of each) and store the results;
+    ``progress(par, costs_solved)`` is called after each deal."""
     if store.read_only:
         raise StoreError(f"{store.path}: opened read-only; the analysis must write to it")
     summary = AnalysisSummary()
@@ -90,7 +91,7 @@ def analyse_store(
                 continue
             summary.matches += 1
             for number, deal in enumerate(match.deals, start=1):
-                if deal_number is not None and number != deal_number:
+                if deals and number not in deals:
                     continue
                 known = int(deal.contract) in Contract._value2member_map_
                 name = _contract_name(int(deal.contract)) if known else None

@@ -174,7 +174,11 @@ class KingrecServiceServicer:
         The work of one call is bounded: at most 20 deals, a budget of at most
         10,000 ms per deal and 20,000 ms for the call (deals times budget_ms);
         past a bound the call is refused with RESOURCE_EXHAUSTED and the code
-        LIMIT_EXCEEDED before any search runs.
+        LIMIT_EXCEEDED before any search runs. The server searches two calls at
+        once and keeps a bounded number waiting (kingrec serve --analyse-queue,
+        default 4); one more is refused at once with RESOURCE_EXHAUSTED and the
+        code ANALYSES_BUSY: try again shortly. A call cancelled or past its
+        deadline stops its search.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

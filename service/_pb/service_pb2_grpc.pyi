@@ -145,7 +145,11 @@ class KingrecServiceStub:
     The work of one call is bounded: at most 20 deals, a budget of at most
     10,000 ms per deal and 20,000 ms for the call (deals times budget_ms);
     past a bound the call is refused with RESOURCE_EXHAUSTED and the code
-    LIMIT_EXCEEDED before any search runs.
+    LIMIT_EXCEEDED before any search runs. The server searches two calls at
+    once and keeps a bounded number waiting (kingrec serve --analyse-queue,
+    default 4); one more is refused at once with RESOURCE_EXHAUSTED and the
+    code ANALYSES_BUSY: try again shortly. A call cancelled or past its
+    deadline stops its search.
     """
 
 @_typing.type_check_only
@@ -197,7 +201,11 @@ class KingrecServiceAsyncStub(KingrecServiceStub):
     The work of one call is bounded: at most 20 deals, a budget of at most
     10,000 ms per deal and 20,000 ms for the call (deals times budget_ms);
     past a bound the call is refused with RESOURCE_EXHAUSTED and the code
-    LIMIT_EXCEEDED before any search runs.
+    LIMIT_EXCEEDED before any search runs. The server searches two calls at
+    once and keeps a bounded number waiting (kingrec serve --analyse-queue,
+    default 4); one more is refused at once with RESOURCE_EXHAUSTED and the
+    code ANALYSES_BUSY: try again shortly. A call cancelled or past its
+    deadline stops its search.
     """
 
 class KingrecServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -306,7 +314,11 @@ class KingrecServiceServicer(metaclass=_abc_1.ABCMeta):
         The work of one call is bounded: at most 20 deals, a budget of at most
         10,000 ms per deal and 20,000 ms for the call (deals times budget_ms);
         past a bound the call is refused with RESOURCE_EXHAUSTED and the code
-        LIMIT_EXCEEDED before any search runs.
+        LIMIT_EXCEEDED before any search runs. The server searches two calls at
+        once and keeps a bounded number waiting (kingrec serve --analyse-queue,
+        default 4); one more is refused at once with RESOURCE_EXHAUSTED and the
+        code ANALYSES_BUSY: try again shortly. A call cancelled or past its
+        deadline stops its search.
         """
 
 def add_KingrecServiceServicer_to_server(servicer: KingrecServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -22,6 +22,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from kingrec.errors import KingrecError
 
+from ..analysing import Analyser
 from ..live import Hub
 from ..storage import StoreGateway
 from . import live, matches, par, stats, validating
@@ -111,10 +112,15 @@ async def _index(request: web.Request) -> web.StreamResponse:
     return web.FileResponse(index, headers={"Cache-Control": "no-cache"})
 
 
-def create_app(hub: Hub, gateway: StoreGateway | None, cors: str | None = None) -> web.Application:
-    """The application over the server's live hub and store."""
+def create_app(
+    hub: Hub,
+    gateway: StoreGateway | None,
+    cors: str | None = None,
+    analyser: Analyser | None = None,
+) -> web.Application:
+    """The application over the server's live hub, store and par searches."""
     app = web.Application(middlewares=[errors], client_max_size=MAX_BODY_BYTES)
-    app[CONTEXT] = Context(hub, gateway, cors)
+    app[CONTEXT] = Context(hub, gateway, cors, analyser or Analyser())
     app.on_response_prepare.append(_headers)
     app.add_routes([web.get("/", _index)])
     app.add_routes(matches.routes())

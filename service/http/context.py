@@ -1,12 +1,13 @@
-"""What every handler shares: the server's live hub and store (the same objects the gRPC
-servicers use), and the JSON answer."""
+"""What every handler shares: the server's live hub, store and par searches (the same
+objects the gRPC servicers use), and the JSON answer."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from ..analysing import Analyser
 from ..errors import MatchNotFoundError, NoStoreError
 from ..live import Hub
 from ..storage import StoreGateway
@@ -24,6 +25,7 @@ class Context:
     hub: Hub
     gateway: StoreGateway | None
     cors: str | None = None  # the one origin allowed to read answers (None: no CORS)
+    analyser: Analyser = field(default_factory=Analyser)  # the par searches, the servicer's
 
     @staticmethod
     def of(request: web.Request) -> Context:

@@ -1,5 +1,5 @@
 """A stored match's par analysis over HTTP: the Analyse RPC's answer as JSON, from the same
-call (``kingrec_service.analysing``), within the same bounds."""
+call on the same searches (``kingrec_service.analysing.Analyser``), within the same bounds."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from aiohttp import web
 
 from kingrec.v1 import service_pb2 as svc
 
-from ..analysing import analyse_match
 from ..stored import get_stored
 from .context import Context, match_id_of
 from .jsonforms import message_dict
@@ -24,7 +23,7 @@ async def get_par(request: web.Request) -> web.Response:
         match_id=match_id,
         from_trick=number(q, "from_trick", 1, 13, 1),
         par_only=flag(q, "par_only") or False,
-        budget_ms=number(q, "budget_ms", 0, 999_999_999, 0),  # bounded by analyse_match
+        budget_ms=number(q, "budget_ms", 0, 999_999_999, 0),  # bounded by the Analyser
         budget_nodes=number(q, "budget_nodes", 0, 999_999_999, 0),
     )
     if q.get("deal", ""):
@@ -32,7 +31,7 @@ async def get_par(request: web.Request) -> web.Response:
     if q.get("seat", ""):
         asked.seats.append(number(q, "seat", 0, 3, 0))
     match = await get_stored(ctx.store("analysing a stored match"), match_id)
-    return ctx.json(message_dict(await analyse_match(match, asked)))
+    return ctx.json(message_dict(await ctx.analyser.analyse(match, asked)))
 
 
 def routes() -> list[web.RouteDef]:
