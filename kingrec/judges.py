@@ -62,7 +62,7 @@ __all__ = ["DEFAULT_CHUNK_BYTES", "JudgePool"]
 
 DEFAULT_CHUNK_BYTES = 4 << 20  # payload bytes per span sent to a worker
 _WINDOW_PER_JOB = 2  # spans in flight per worker: one being judged, one waiting
-_BLOCK = 1 << 20  # bytes read at a time while walking the frame headers
+_BLOCK = 1 << 18  # bytes read at a time while walking the frame headers
 
 Verdict = MatchReport | Damage | CleanMatches
 # A worker's answer for a span: per piece its first frame index, its frames' offsets and
@@ -143,13 +143,14 @@ def _walk(fd: int, size: int, chunk_bytes: int, twins: _twins.Twins) -> Iterator
     walk_headers = twins.frames.walk_headers
     pos, index = FILE_HEADER_SIZE, 0
     start, first = pos, index
+    block = bytearray(_BLOCK)  # one buffer, reused: a fresh one per read costs page faults
     while pos < size:
-        block = os.pread(fd, _BLOCK, pos)
-        if len(block) < FRAME_HEADER_SIZE:
+        got = os.preadv(fd, [block], pos)
+        if got < FRAME_HEADER_SIZE:
             break
         # Headers of this block, until the span is full; ``bound`` is the file's end.
         frames, stop, sound = walk_headers(
-            block, 0, len(block), size - pos, MAX_FRAME_BYTES, chunk_bytes - (pos - start)
+            block, 0, got, size - pos, MAX_FRAME_BYTES, chunk_bytes - (pos - start)
         )
         pos += stop
         index += frames
