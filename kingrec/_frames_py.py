@@ -3,6 +3,8 @@
 ``scan_frames`` takes the happy path in bulk: consecutive intact frames from one position of
 a buffer. It judges nothing else; when a frame is incomplete or bad it stops there and the
 reader (``kingrec.container``) works out what happened, in Python, once for both twins.
+``walk_headers`` only walks the frame headers (``kingrec.judges`` cuts a file into spans of
+whole frames with it; the workers check the payloads).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import struct
 
 from .checksum import crc32
 
-__all__ = ["scan_frames"]
+__all__ = ["scan_frames", "walk_headers"]
 
 _HEADER = struct.Struct("<4sIII")  # marker, payload length, crc32(payload), crc32(header[:12])
 _MARKER = b"KRF1"
