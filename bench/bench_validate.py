@@ -153,18 +153,22 @@ def measure_fast_path(path: Path) -> tuple[int, int, float, float]:
     return matches, deals, seconds, cpu
 
 
+KINGREC = Path(sys.executable).parent / "kingrec"
+
+
 def measure_cli(
-    path: Path, *, pure: bool = False, jobs: int = 1
+    path: Path, *, pure: bool = False, jobs: int = 1, kingrec: Path = KINGREC
 ) -> tuple[int, float, float, int, str]:
     """(deals, wall s, CPU s, peak RSS in KiB, summary line) of ``kingrec validate``.
 
     ``pure`` runs it on the pure-Python reference (``KINGREC_PURE_PYTHON=1``); ``jobs`` is
-    its ``--jobs`` (the CPU time then includes the workers', which it waits for).
+    its ``--jobs`` (the CPU time then includes the workers', which it waits for);
+    ``kingrec`` the console script to run (another checkout's, for ``--baseline``).
     """
     # The console script, as a user runs it: ``python -m kingrec`` from a checkout would find
     # the source folder first, without the compiled twins of an editable install built
     # elsewhere, and time the pure-Python path.
-    command = [str(Path(sys.executable).parent / "kingrec"), "validate", "--no-progress"]
+    command = [str(kingrec), "validate", "--no-progress"]
     command += ["--jobs", str(jobs), str(path)]
     env = {k: v for k, v in os.environ.items() if k != "KINGREC_PURE_PYTHON"}
     if pure:
@@ -204,35 +208,46 @@ def parallel_ceiling(jobs: int, loops: int = 5_000_000) -> float:
     return jobs * alone / max(together)
 
 
-def measure_jobs(path: Path, jobs: int, repeat: int) -> None:
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+def measure_jobs(path: Path, jobs: int, repeat: int, baseline: Path | None = None) -> None:
     """``kingrec validate --jobs 1`` against ``--jobs N`` on one file, runs interleaved.
 
     Prints each run's wall and CPU seconds, the machine's load before and after (the wall
-    ratio means something only with N cores free), and the ratios of the medians.
+    ratio means something only with N cores free), and the ratios of the medians. With
+    ``baseline`` (another checkout's ``kingrec`` console script) each run of this one is
+    paired with the same run of that one, so the two are compared under the same load.
     """
     print(f"file: {path} ({path.stat().st_size / 1e6:.0f} MB); load: {os.getloadavg()}")
     ceiling = parallel_ceiling(jobs)
     print(f"  a perfectly parallel job's speed-up here now, before: {ceiling:.2f}x")
-    times: dict[int, list[tuple[float, float]]] = {1: [], jobs: []}
+    scripts = {"this": KINGREC, **({"baseline": baseline} if baseline else {})}
+    times: dict[tuple[str, int], list[tuple[float, float]]] = {
+        (who, n): [] for who in scripts for n in (1, jobs)
+    }
     summaries = set()
     for _ in range(repeat):
         for n in (1, jobs):
-            _, wall, cpu, _, summary = measure_cli(path, jobs=n)
-            times[n].append((wall, cpu))
-            summaries.add(summary)
-            print(f"  --jobs {n}: {wall:6.2f} s wall, {cpu:6.2f} s CPU", flush=True)
+            for who, script in scripts.items():
+                _, wall, cpu, _, summary = measure_cli(path, jobs=n, kingrec=script)
+                times[who, n].append((wall, cpu))
+                summaries.add(summary)
+                print(f"  {who:>8} --jobs {n}: {wall:6.2f} s wall, {cpu:6.2f} s CPU", flush=True)
     assert len(summaries) == 1, summaries  # the same report whatever the number of jobs
-
-    def median(values: list[float]) -> float:
-        return sorted(values)[len(values) // 2]
-
-    wall1, cpu1 = (median([t[i] for t in times[1]]) for i in (0, 1))
-    walln, cpun = (median([t[i] for t in times[jobs]]) for i in (0, 1))
     print(f"  load after: {os.getloadavg()}; parallel ceiling after: {parallel_ceiling(jobs):.2f}x")
-    print(f"  median --jobs 1: {wall1:.2f} s wall, {cpu1:.2f} s CPU")
-    print(f"  median --jobs {jobs}: {walln:.2f} s wall, {cpun:.2f} s CPU")
-    print(f"  speed-up by wall time: {wall1 / walln:.2f}x (target >= 1.8x on 2 free cores)")
-    print(f"  CPU time of --jobs {jobs} over --jobs 1: {cpun / cpu1:.2f}x (the cost of splitting)")
+    for who in scripts:
+        wall1, cpu1 = (_median([t[i] for t in times[who, 1]]) for i in (0, 1))
+        walln, cpun = (_median([t[i] for t in times[who, jobs]]) for i in (0, 1))
+        print(f"  {who}: median --jobs 1: {wall1:.2f} s wall, {cpu1:.2f} s CPU")
+        print(f"  {who}: median --jobs {jobs}: {walln:.2f} s wall, {cpun:.2f} s CPU")
+        print(f"  {who}: speed-up by wall time: {wall1 / walln:.2f}x (target >= 1.8x)")
+        print(f"  {who}: CPU of --jobs {jobs} over --jobs 1: {cpun / cpu1:.2f}x (the split)")
+    if baseline:
+        for n in (1, jobs):
+            this, base = (_median([t[1] for t in times[who, n]]) for who in ("this", "baseline"))
+            print(f"  --jobs {n}: this over baseline by CPU time: {this / base:.2f}x")
     print(f"  {summaries.pop()}")
 
 
@@ -264,11 +279,17 @@ def main() -> None:
         "--validate-jobs", type=int, default=2, help="the N of kingrec validate --jobs N"
     )
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, for --only-jobs")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="for --only-jobs: another checkout's kingrec console script, run in turn with "
+        "this one (e.g. main's .venv/bin/kingrec), to compare the two under the same load",
+    )
     args = parser.parse_args()
 
     path = args.file or OUT / f"classic-{args.matches}.krec"
     if args.only_jobs:
-        measure_jobs(path, args.validate_jobs, args.repeat)
+        measure_jobs(path, args.validate_jobs, args.repeat, args.baseline)
         return
     ensure_file(path, args.matches, args.jobs)
     small_n = max(1, args.matches // 10)

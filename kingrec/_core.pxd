@@ -247,6 +247,19 @@ cdef inline int trick_winner(const int* trick, int n, int trump) noexcept nogil:
     return best
 
 
+cdef inline int closed_trick_winner(const int* trick, uint64_t cards, int trump) noexcept nogil:
+    """``trick_winner`` of a complete trick of real cards (0..51) whose card set is ``cards``,
+    without a branch on the cards: the highest trump if one fell, else the highest card of
+    the suit led, at its first position (a card recorded twice wins where it first fell)."""
+    cdef uint64_t suit = SUIT[SUIT_OF[trick[0]]]
+    cdef int top
+    if 0 <= trump < 4 and cards & SUIT[trump]:
+        suit = SUIT[trump]
+    top = high_card(cards & suit)
+    return low_card(<uint64_t>(trick[0] == top) | <uint64_t>(trick[1] == top) << 1
+                    | <uint64_t>(trick[2] == top) << 2 | <uint64_t>8)
+
+
 cdef inline int trick_units(const int* trick, int n, int trick_index, int contract) noexcept nogil:
     """Scoring units the winner of a complete trick takes (tricks, penalty cards, last tricks)."""
     cdef int i, count = 0
@@ -327,18 +340,20 @@ cdef inline int deal_push(DealState* d, int card) noexcept nogil:
     ends after thirteen tricks, or early once every penalty card has fallen (F_EARLY_END).
     """
     cdef int w
+    cdef uint64_t cards
     d.held[to_play(d)] &= ~(<uint64_t>1 << card)
     d.trick[d.ntrick] = card
     d.ntrick += 1
     d.nplays += 1
     if d.ntrick < 4:
         return -1
-    w = (d.leader + trick_winner(d.trick, 4, d.trump)) & 3
+    cards = ((<uint64_t>1 << d.trick[0]) | (<uint64_t>1 << d.trick[1])
+             | (<uint64_t>1 << d.trick[2]) | (<uint64_t>1 << d.trick[3]))
+    w = (d.leader + closed_trick_winner(d.trick, cards, d.trump)) & 3
     d.units[w] += trick_units(d.trick, 4, d.ntricks, d.contract)
     d.winners[d.ntricks] = <uchar>w
     d.ntricks += 1
-    d.played |= ((<uint64_t>1 << d.trick[0]) | (<uint64_t>1 << d.trick[1])
-                 | (<uint64_t>1 << d.trick[2]) | (<uint64_t>1 << d.trick[3]))
+    d.played |= cards
     d.ntrick = 0
     d.leader = w
     if d.ntricks == 13:

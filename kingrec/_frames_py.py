@@ -3,14 +3,17 @@
 ``scan_frames`` takes the happy path in bulk: consecutive intact frames from one position of
 a buffer. It judges nothing else; when a frame is incomplete or bad it stops there and the
 reader (``kingrec.container``) works out what happened, in Python, once for both twins.
+``walk_headers`` only walks the frame headers (``kingrec.judges`` cuts a file into spans of
+whole frames with it; the workers check the payloads).
 """
 
 from __future__ import annotations
 
 import struct
-import zlib
 
-__all__ = ["scan_frames"]
+from .checksum import crc32
+
+__all__ = ["scan_frames", "walk_headers"]
 
 _HEADER = struct.Struct("<4sIII")  # marker, payload length, crc32(payload), crc32(header[:12])
 _MARKER = b"KRF1"
@@ -41,15 +44,54 @@ def scan_frames(
             if (
                 marker != _MARKER
                 or length > max_payload
-                or zlib.crc32(view[pos : pos + 12]) != header_crc
+                or crc32(view[pos : pos + 12]) != header_crc
                 or length > end - pos - _HEADER_SIZE
             ):
                 break
             stop = pos + _HEADER_SIZE + length
             payload = view[pos + _HEADER_SIZE : stop]
-            if zlib.crc32(payload) != payload_crc:
+            if crc32(payload) != payload_crc:
                 break
             payloads.append(payload.tobytes())
             offsets.append(pos)
             pos = stop
         return payloads, offsets, pos
+
+
+def walk_headers(
+    buf: bytes | bytearray | memoryview,
+    start: int,
+    end: int,
+    bound: int,
+    max_payload: int,
+    limit: int,
+) -> tuple[int, int, bool]:
+    """The sound frame headers in a row in ``buf`` from ``start``, payloads not read.
+
+    A header is taken when it lies wholly before ``end``, is sound (marker, header checksum,
+    length at most ``max_payload``) and its payload ends at or before ``bound`` (which may
+    lie past the buffer: the end of the file, in the buffer's coordinates). The walk stops
+    at the first frame boundary ``limit`` or more bytes after ``start``, or when the next
+    header is not wholly in the buffer. Returns how many frames were taken, where the walk
+    stopped, and whether it stopped there only for want of bytes or because of the limit
+    (False: the frame starting there is unsound or runs past ``bound``).
+    """
+    with memoryview(buf) as raw, raw.cast("B") as view:
+        if not 0 <= start <= end <= len(view) or max_payload < 0:
+            raise ValueError(
+                f"walk_headers: need 0 <= start <= end <= {len(view)} and max_payload >= 0, "
+                f"got start={start}, end={end}, max_payload={max_payload}"
+            )
+        pos, frames = start, 0
+        while pos - start < limit and end - pos >= _HEADER_SIZE:
+            marker, length, _, header_crc = _HEADER.unpack_from(view, pos)
+            if (
+                marker != _MARKER
+                or length > max_payload
+                or crc32(view[pos : pos + 12]) != header_crc
+                or pos + _HEADER_SIZE + length > bound
+            ):
+                return frames, pos, False
+            pos += _HEADER_SIZE + length
+            frames += 1
+        return frames, pos, True

@@ -183,23 +183,43 @@ cdef inline bint packed_sint32(const uchar* p, const uchar* end, int64_t* out,
     return True
 
 
+cdef inline uint64_t _mix(uint64_t h, uint64_t w) noexcept nogil:
+    h = (h ^ w) * <uint64_t>0xFF51AFD7ED558CCD
+    return h ^ (h >> 32)
+
+
 cdef inline uint64_t hash64(const uchar* p, Py_ssize_t n) noexcept nogil:
     """A fast 64-bit hash of a message's bytes (not cryptographic): equal records, equal keys;
-    for telling the same record seen again within one run."""
-    cdef uint64_t h = <uint64_t>0x9E3779B97F4A7C15 ^ <uint64_t>n, w
+    for telling the same record seen again within one run (never stored: it may change).
+
+    Four independent lanes of 8 bytes: one lane's multiply chain ran at a fifth of the
+    memory speed; four in flight at once keep the multiplier busy."""
+    cdef uint64_t h0 = <uint64_t>0x9E3779B97F4A7C15 ^ <uint64_t>n, h1, h2, h3, w0, w1, w2, w3
     cdef Py_ssize_t i = 0, j
+    h1 = h0 ^ <uint64_t>0x2545F4914F6CDD1D
+    h2 = h0 ^ <uint64_t>0x6A09E667F3BCC908
+    h3 = h0 ^ <uint64_t>0xBB67AE8584CAA73B
+    while i + 32 <= n:
+        memcpy(&w0, p + i, 8)
+        memcpy(&w1, p + i + 8, 8)
+        memcpy(&w2, p + i + 16, 8)
+        memcpy(&w3, p + i + 24, 8)
+        h0 = _mix(h0, w0)
+        h1 = _mix(h1, w1)
+        h2 = _mix(h2, w2)
+        h3 = _mix(h3, w3)
+        i += 32
+    h0 = _mix(_mix(_mix(h0, h1), h2), h3)
     while i + 8 <= n:
-        memcpy(&w, p + i, 8)
-        h = (h ^ w) * <uint64_t>0xFF51AFD7ED558CCD
-        h ^= h >> 32
+        memcpy(&w0, p + i, 8)
+        h0 = _mix(h0, w0)
         i += 8
     if i < n:
-        w = 0
+        w0 = 0
         for j in range(n - i):
-            w |= <uint64_t>p[i + j] << (8 * j)
-        h = (h ^ w) * <uint64_t>0xFF51AFD7ED558CCD
-        h ^= h >> 32
-    h ^= h >> 33
-    h *= <uint64_t>0xC4CEB9FE1A85EC53
-    h ^= h >> 33
-    return h
+            w0 |= <uint64_t>p[i + j] << (8 * j)
+        h0 = _mix(h0, w0)
+    h0 ^= h0 >> 33
+    h0 *= <uint64_t>0xC4CEB9FE1A85EC53
+    h0 ^= h0 >> 33
+    return h0

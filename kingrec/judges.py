@@ -28,7 +28,6 @@ import multiprocessing.pool
 import os
 import stat
 import threading
-import zlib
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -39,7 +38,6 @@ from . import _twins
 from .container import (
     FILE_HEADER_SIZE,
     FRAME_HEADER_SIZE,
-    FRAME_MARKER,
     FrameRun,
     check_file_header,
     read_frame_runs_from,
@@ -59,13 +57,12 @@ from .fastcheck import (
 from .findings import CleanMatches, MatchReport
 from .limits import MAX_FRAME_BYTES
 from .records import Damage, RecordFile, located_runs
-from .simrun import _die_with
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "JudgePool"]
 
 DEFAULT_CHUNK_BYTES = 4 << 20  # payload bytes per span sent to a worker
 _WINDOW_PER_JOB = 2  # spans in flight per worker: one being judged, one waiting
-_BLOCK = 1 << 20  # bytes read at a time while walking the frame headers
+_BLOCK = 1 << 18  # bytes read at a time while walking the frame headers
 
 Verdict = MatchReport | Damage | CleanMatches
 # A worker's answer for a span: per piece its first frame index, its frames' offsets and
@@ -136,31 +133,29 @@ def _judge_span(
     return out
 
 
-def _walk(fd: int, size: int, chunk_bytes: int) -> Iterator[_Span | _Rest]:
+def _walk(fd: int, size: int, chunk_bytes: int, twins: _twins.Twins) -> Iterator[_Span | _Rest]:
     """The file's spans of sound frame headers in order, then where the reader takes over.
 
     Only headers are judged here (marker, checksum, length, the payload within the file),
-    as the reader judges them; the payloads' checksums are the worker's to check.
+    as the reader judges them, by the frame twins' ``walk_headers`` a block at a time; the
+    payloads' checksums are the worker's to check.
     """
+    walk_headers = twins.frames.walk_headers
     pos, index = FILE_HEADER_SIZE, 0
     start, first = pos, index
-    block, base = b"", pos  # block holds the file from offset base on
+    block = bytearray(_BLOCK)  # one buffer, reused: a fresh one per read costs page faults
     while pos < size:
-        if pos + FRAME_HEADER_SIZE > base + len(block):
-            block, base = os.pread(fd, _BLOCK, pos), pos
-            if len(block) < FRAME_HEADER_SIZE:
-                break
-        at = pos - base
-        marker, length, _, header_crc = FRAME_HEADER.unpack_from(block, at)
-        if (
-            marker != FRAME_MARKER
-            or length > MAX_FRAME_BYTES
-            or zlib.crc32(block[at : at + 12]) != header_crc
-            or pos + FRAME_HEADER_SIZE + length > size
-        ):
+        got = os.preadv(fd, [block], pos)
+        if got < FRAME_HEADER_SIZE:
             break
-        pos += FRAME_HEADER_SIZE + length
-        index += 1
+        # Headers of this block, until the span is full; ``bound`` is the file's end.
+        frames, stop, sound = walk_headers(
+            block, 0, got, size - pos, MAX_FRAME_BYTES, chunk_bytes - (pos - start)
+        )
+        pos += stop
+        index += frames
+        if not sound:
+            break
         if pos - start >= chunk_bytes:
             yield _Span(start, pos, first)
             start, first = pos, index
@@ -242,6 +237,9 @@ class JudgePool:
             # by one of them, so then each worker is a fresh interpreter.
             method = "fork" if threading.active_count() == 1 else "spawn"
             context = multiprocessing.get_context(method)
+            # Imported here: it brings in the simulator, which one-core runs never need.
+            from .simrun import _die_with
+
             self._pool = context.Pool(self.jobs, initializer=_die_with, initargs=(os.getpid(),))
         return self._pool
 
@@ -306,7 +304,7 @@ class JudgePool:
             records.note_read(span.stop)
 
         walked = _Rest(FILE_HEADER_SIZE, 0)
-        for item in _walk(fd, size, self.chunk_bytes):
+        for item in _walk(fd, size, self.chunk_bytes, twins):
             if isinstance(item, _Rest):
                 walked = item
                 break

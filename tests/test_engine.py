@@ -355,3 +355,26 @@ def _greedy(
         if not penalty_left:
             break
     return bytes(plays)
+
+
+# -- who wins a closed trick (the core closes it from the trick's card set) ----------------
+
+# Seat s holds the whole suit s (cards 13s .. 13s+12): every seat is void in the others.
+_SUIT_HANDS = bytes(range(52))
+
+
+def test_a_closed_trick_goes_to_the_highest_trump_else_the_highest_card_led(
+    twin: ModuleType,
+) -> None:
+    # Koz, suit 1 trumps. Seat 0 leads its top card and seat 1 ruffs with its lowest trump:
+    # seat 1. Seat 1 leads a trump: seat 1 again. Seat 1 leads a trump that seat 2 also
+    # records (not its card): the card wins where it first fell, seat 1.
+    koz = bytes([12, 13, 26, 39, 14, 27, 40, 11, 15, 15, 41, 10])
+    replay = twin.replay_deal(_SUIT_HANDS, koz, 0, int(Contract.KOZ), 1, 0)
+    assert list(replay.winners) == [1, 1, 1]
+    assert [v.play for v in replay.violations] == [9]  # seat 2's card not in its hand
+    # No trumps: the highest card of the suit led, whatever is discarded on it.
+    plain = bytes([5, 25, 38, 51, 6, 24, 37, 50])
+    replay = twin.replay_deal(_SUIT_HANDS, plain, 0, int(Contract.EL_ALMAZ), -1, 0)
+    assert list(replay.winners) == [0, 0]
+    assert replay.units[0] == 2

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import kingrec
 from kingrec import _frames_py
+from kingrec.checksum import crc32
 
 PACKAGE = Path(kingrec.__file__).resolve().parent
 Scan = Callable[[bytes | bytearray | memoryview, int, int, int], tuple[list[bytes], list[int], int]]
@@ -175,6 +176,98 @@ def test_the_twins_agree_on_any_buffer(parts: list[bytes], data: st.DataObject) 
     assert [buf[at + 16 : at + 16 + len(p)] for at, p in zip(offsets, payloads, strict=True)] == (
         payloads
     )
+
+
+# -- walking headers only (kingrec.judges cuts a file into spans with it) ------------------
+
+Walk = Callable[[bytes | bytearray | memoryview, int, int, int, int, int], tuple[int, int, bool]]
+
+
+def _walk_twins() -> list[object]:
+    params: list[object] = [pytest.param(_frames_py.walk_headers, id="python")]
+    if COMPILED is None:
+        params.append(pytest.param(None, id="cython", marks=pytest.mark.skip("not built")))
+    else:
+        params.append(pytest.param(COMPILED.walk_headers, id="cython"))
+    return params
+
+
+@pytest.fixture(params=_walk_twins())
+def walk(request: pytest.FixtureRequest) -> Walk:
+    """A ``walk_headers`` twin."""
+    return request.param  # type: ignore[no-any-return]
+
+
+def test_the_walk_takes_sound_headers_without_reading_payloads(walk: Walk) -> None:
+    # The second payload's checksum is wrong: the walk does not look at payloads.
+    bad_payload = _header(3, zlib.crc32(b"xyz") ^ 1) + b"xyz"
+    buf = _frame(b"first") + bad_payload + _frame(b"")
+    assert walk(buf, 0, len(buf), len(buf), MAX, 10**9) == (3, len(buf), True)
+
+
+def test_the_walk_stops_at_an_unsound_header_and_says_so(walk: Walk) -> None:
+    good = _frame(b"first")
+    buf = good + b"KRF2" + _frame(b"xyz")[4:]
+    assert walk(buf, 0, len(buf), len(buf), MAX, 10**9) == (1, len(good), False)
+
+
+def test_a_payload_running_past_the_bound_stops_the_walk_but_past_the_buffer_does_not(
+    walk: Walk,
+) -> None:
+    buf = _frame(b"first") + _frame(b"second")
+    head_only = len(_frame(b"first")) + 16  # the second header, none of its payload
+    # The buffer ends inside the payload, the file (bound) does not: taken, for want of bytes.
+    assert walk(buf[:head_only], 0, head_only, len(buf), MAX, 10**9) == (2, len(buf), True)
+    # The file ends inside the payload: the frame runs past the end.
+    assert walk(buf, 0, len(buf), len(buf) - 1, MAX, 10**9) == (1, len(_frame(b"first")), False)
+
+
+def test_the_walk_stops_at_the_first_frame_boundary_past_the_limit(walk: Walk) -> None:
+    buf = b"".join(_frame(bytes(10)) for _ in range(5))  # frames of 26 bytes
+    assert walk(buf, 0, len(buf), len(buf), MAX, 27) == (2, 52, True)
+    assert walk(buf, 26, len(buf), len(buf), MAX, 26) == (1, 52, True)
+    assert walk(buf, 0, 10, len(buf), MAX, 10**9) == (0, 0, True)  # a header cut by end
+    assert walk(buf, 0, 30, len(buf), MAX, 10**9) == (1, 26, True)  # the next one cut
+
+
+def test_walk_arguments_outside_the_buffer_are_refused(walk: Walk) -> None:
+    with pytest.raises(ValueError, match="walk_headers"):
+        walk(b"x" * 10, 0, 11, 11, MAX, 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_segments, max_size=12), data=st.data())
+def test_the_walk_twins_agree_and_walk_where_the_scan_takes_frames(
+    parts: list[bytes], data: st.DataObject
+) -> None:
+    buf = b"".join(parts)
+    end = data.draw(st.integers(0, len(buf)))
+    starts = [at for at in itertools.accumulate(map(len, parts), initial=0) if at <= end]
+    start = data.draw(st.sampled_from(starts) | st.integers(0, end))
+    bound = data.draw(st.sampled_from([end, len(buf), len(buf) + 100]) | st.integers(0, 10**4))
+    max_payload = data.draw(st.sampled_from([0, 40, MAX, 2**31]))
+    limit = data.draw(st.sampled_from([10**9, 1]) | st.integers(-5, 300))
+
+    reference = _frames_py.walk_headers(buf, start, end, bound, max_payload, limit)
+    if COMPILED is not None:
+        assert COMPILED.walk_headers(bytearray(buf), start, end, bound, max_payload, limit) == (
+            reference
+        )
+    frames, stop, _ = reference
+    # Every frame the scan takes whole within the buffer, the walk takes too, in the same
+    # places (the walk may go on past a bad payload checksum: it does not read payloads).
+    scan_end = max(start, min(end, bound))
+    payloads, _, scan_stop = _frames_py.scan_frames(buf, start, scan_end, max_payload)
+    if limit >= len(buf) + 1:
+        assert frames >= len(payloads) and stop >= scan_stop
+
+
+def test_the_format_crc32_is_zlibs_on_any_bytes_and_buffer() -> None:
+    for size in (0, 1, 15, 16, 63, 64, 65, 4976, 70_001):
+        data = bytes((i * 131 + size) & 0xFF for i in range(size))
+        assert crc32(data) == zlib.crc32(data)
+        assert crc32(memoryview(bytearray(data))[1:]) == zlib.crc32(data[1:])
+        assert crc32(data, 0x1234) == zlib.crc32(data, 0x1234)
 
 
 # -- which twin the reader uses --------------------------------------------------------------
