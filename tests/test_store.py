@@ -107,6 +107,26 @@ def test_the_compiled_and_python_builders_give_identical_tables() -> None:
     assert fast["plays"].num_rows > 10_000
 
 
+def test_the_deal_code_of_plays_and_tricks_goes_in_run_end_encoded_with_the_same_values(
+    twins: _twins.Twins,
+) -> None:
+    # One run per deal instead of a copy per play: a batch in flight holds ~60 MB less.
+    builder = twins.columns.ColumnBuilder(_core_params)
+    for key, match in enumerate(_edge_matches(), 1):
+        builder.add(match.SerializeToString(), key)
+    taken = builder.take()
+    flat = {
+        name: array("Q", bytes(taken[name]["deal_code"])).tolist() for name in ("plays", "tricks")
+    }
+    tables = arrow_tables(taken)
+    for name in ("plays", "tricks"):
+        column = tables[name].column("deal_code").combine_chunks()
+        assert pa.types.is_run_end_encoded(column.type)
+        assert column.to_pylist() == flat[name] and len(column) == tables[name].num_rows
+        deals = len(set(flat[name]))
+        assert len(column.values) == deals < len(flat[name])  # one run per deal
+
+
 def test_a_builder_filled_batch_after_batch_gives_each_batch_the_tables_of_a_new_one(
     twins: _twins.Twins,
 ) -> None:

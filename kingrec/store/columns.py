@@ -7,7 +7,9 @@ each seat's hand as a 52-bit set. Nulls are sentinels (255 in a UTINYINT column,
 value in others, 0 for a hand) and enum values are codes; here, with vectorised Arrow
 compute and no copy of the column bytes, sentinels become validity bitmaps and codes become
 dictionary arrays (DuckDB reads those as its enums), so each table goes in with a plain
-``INSERT … SELECT`` that does no work per row.
+``INSERT … SELECT`` that does no work per row. The ``deal_code`` of plays and tricks, the same
+for every play (trick) of a deal, is run-end encoded and its flat column let go of at once: a
+classic batch in flight is 60 MB smaller (the values DuckDB reads, and stores, are the same).
 """
 
 from __future__ import annotations
@@ -57,12 +59,15 @@ _STRINGS = {
 _BYTES = {"records_base": ("bytes",)}
 
 # How a raw column becomes a stored one: ("enum", names, first code, null code),
-# ("null", sentinel), ("bool",) or ("nonempty",) for strings where "" means absent.
+# ("null", sentinel), ("bool",), ("nonempty",) for strings where "" means absent, or ("runs",)
+# for a column of long runs of one value (run-end encoded).
 _CONVERT: dict[str, dict[str, tuple[Any, ...]]] = {
     "matches": {
         "status": ("enum", STATUSES, 0, None),
         **{name: ("nonempty",) for name in _STRINGS["matches"][1:]},
     },
+    "tricks": {"deal_code": ("runs",)},
+    "plays": {"deal_code": ("runs",)},
     "deals": {
         "contract": ("enum", CONTRACTS, 1, 0),
         "declarer": ("null", 255),
@@ -90,6 +95,8 @@ def _valid_where(array: pa.Array, keep: pa.Array) -> pa.Array:
 def _convert(array: pa.Array, how: tuple[Any, ...]) -> pa.Array:
     if how[0] == "bool":
         return pc.not_equal(array, 0)
+    if how[0] == "runs":
+        return pc.run_end_encode(array, run_end_type=pa.int32())
     if how[0] == "nonempty":
         return pc.if_else(pc.equal(array, ""), None, array)
     if how[0] == "null":

@@ -186,7 +186,7 @@ class Store:
                     if len(summary.damage) < 100:
                         summary.damage.append(damage)
                 prepared, _ = pipeline.submit(batch)
-                summary.deals += prepared.tables["batch_deals"].num_rows
+                summary.deals += prepared.deals
                 for verdict in prepared.verdicts:
                     summary.count(verdict)
                 if progress is not None:
