@@ -30,6 +30,7 @@ from .columns import INSERTS, arrow_tables
 from .rows import ColumnBuilder as PythonColumnBuilder
 
 __all__ = [
+    "WRITES",
     "Batch",
     "Prepared",
     "RecordVerdict",
@@ -332,6 +333,15 @@ _MATCHES = """INSERT INTO matches SELECT m.match_key, m.match_id, x.content_hash
     JOIN batch_rulesets r ON r.idx = m.ruleset"""
 
 
+# The statements of a batch's transaction, by the table each fills, in order.
+WRITES = {
+    "matches": _MATCHES,
+    **INSERTS,
+    "findings": "INSERT INTO findings SELECT * FROM batch_findings",
+    "damage": "INSERT INTO damage SELECT * FROM batch_damage",
+}
+
+
 def _batch_tables(
     batch: Batch,
     keep: list[int],
@@ -399,11 +409,8 @@ def write_prepared(
     try:
         for name, table in prepared.tables.items():
             con.register(name, table)
-        con.execute(_MATCHES)
-        for statement in INSERTS.values():
+        for statement in WRITES.values():
             con.execute(statement)
-        con.execute("INSERT INTO findings SELECT * FROM batch_findings")
-        con.execute("INSERT INTO damage SELECT * FROM batch_damage")
         if before is not None:
             before()
         con.execute("COMMIT")
