@@ -251,9 +251,9 @@ cdef int _run(Buf* codes, Buf* ends, uint64_t code, Py_ssize_t rows, Py_ssize_t 
     if rows == before:
         return 0
     grow(codes, 8)
-    grow(ends, 4)
+    grow(ends, 8)
     u64(codes, code)
-    i32(ends, <int32_t>rows)
+    i64(ends, <int64_t>rows)
     return 0
 
 

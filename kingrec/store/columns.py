@@ -57,7 +57,8 @@ _STRINGS = {
     "players": ("player_id", "name", "seat_name"),
 }
 # Run-end encoded columns: table -> (column, its values, their run ends), one run per deal
-# (U64 values, I32 ends: a run ends at that many rows of the batch).
+# (U64 values, I64 ends: a run ends at that many rows of the batch, which --batch lets pass
+# 2**31 with big enough matches).
 _RUNS = {"tricks": ("deal_code", "deal_end"), "plays": ("deal_code", "deal_end")}
 # Bytes columns (offsets 64 bits wide: a batch of records may pass 2 GB).
 _BYTES = {"records_base": ("bytes",)}
@@ -122,9 +123,9 @@ def arrow_tables(taken: dict[str, dict[str, Any]]) -> dict[str, pa.Table]:
                 arrays[name] = pa.Array.from_buffers(kind, rows, buffers)
         if table in _RUNS:
             name, ends = _RUNS[table]
-            runs = len(cols[ends]) // 4
+            runs = len(cols[ends]) // 8
             arrays[name] = pa.RunEndEncodedArray.from_arrays(
-                _raw(I32, runs, cols[ends]), _raw(U64, runs, cols[name])
+                _raw(I64, runs, cols[ends]), _raw(U64, runs, cols[name])
             )
         for name, how in _CONVERT.get(table, {}).items():
             arrays[name] = _convert(arrays[name], how)

@@ -88,7 +88,7 @@ def _judge(batch: Batch, twins: _twins.Twins) -> list[MatchReport | Damage | Non
 @dataclass
 class Prepared:
     """A batch judged and built, ready to write: its verdicts and its Arrow tables (let go
-    of by ``release`` once written: a batch's tables are ~180 MB for 6,500 classic matches)."""
+    of by ``release`` once written: a batch's tables are ~120 MB for 6,500 classic matches)."""
 
     verdicts: list[RecordVerdict]
     tables: dict[str, pa.Table]  # batch_<name> -> rows

@@ -47,8 +47,8 @@ _TYPES = {
         "held_3": "Q", "trump_length": "B",
     },
     # deal_code and deal_end: one per deal with rows, its code and the rows that end its run
-    "tricks": {"deal_code": "Q", "trick_code": "Q", "points": "i", "deal_end": "i"},
-    "plays": {"deal_code": "Q", "play_code": "Q", "deal_end": "i"},
+    "tricks": {"deal_code": "Q", "trick_code": "Q", "points": "i", "deal_end": "q"},
+    "plays": {"deal_code": "Q", "play_code": "Q", "deal_end": "q"},
     "records_base": {"match_key": "Q", "chunk": "I"},
 }  # fmt: skip
 _STRINGS = {
