@@ -13,8 +13,10 @@ the ones to compare. A layer's figure is what it adds to the one beneath it:
   (``validate_records``), and ``kingrec validate`` end to end in a process of its own;
 * ingest: reading, judging (the same checker), the sha256 identity of each record, the
   column builder (records to Arrow), the rest of a batch's tables, and DuckDB's append and
-  commit of a batch, one transaction at a time on one connection; then ``kingrec ingest``
-  end to end (pipelined: a batch is prepared while the two before it are written).
+  commit of a batch, one transaction at a time on one connection (and each statement of it:
+  the INSERT into each table, the COMMIT), the checkpoint when the store is closed; then
+  ``kingrec ingest`` end to end (pipelined: a batch is prepared while the two before it are
+  written).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from kingrec.findings import Location
 from kingrec.records import open_records
 from kingrec.simrun import simulate_to_file
 from kingrec.store import Store
-from kingrec.store.ingest import Batch, _build, _judge, new_builder, prepare_batch, write_prepared
+from kingrec.store.ingest import WRITES, Batch, _build, _judge, new_builder, prepare_batch
 from kingrec.store.store import BATCH_MATCHES
 from kingrec.validation import validate_records
 
@@ -86,6 +88,19 @@ def batches(path: Path, size: int) -> Iterator[Batch]:
                 batch = Batch(path.name)
     if batch.payloads:
         yield batch
+
+
+def write_steps(con: Any, prepared: Any, steps: dict[str, tuple[float, float]]) -> None:
+    """``write_prepared``'s transaction, each statement timed into ``steps`` (wall, CPU)."""
+    con.execute("BEGIN")
+    for name, table in prepared.tables.items():
+        con.register(name, table)
+    for name, statement in [*WRITES.items(), ("COMMIT", "COMMIT")]:
+        _, wall, used = timed(partial(con.execute, statement))
+        steps[name] = (steps[name][0] + wall, steps[name][1] + used)
+    for name in prepared.tables:
+        con.unregister(name)
+    prepared.release()
 
 
 def main() -> None:
@@ -147,16 +162,21 @@ def main() -> None:
         lookups, writer = s.con.cursor(), s.con.cursor()
         key = 1
         prepare = write = (0.0, 0.0)
+        steps = dict.fromkeys([*WRITES, "COMMIT"], (0.0, 0.0))
         for b in groups:  # each batch written once prepared: one batch in memory at a time
             p, w, u = timed(partial(prepare_batch, lookups, b, key, builder=builder))
             prepare = (prepare[0] + w, prepare[1] + u)
             key += p.stored
-            _, w, u = timed(partial(write_prepared, writer, p))
+            _, w, u = timed(partial(write_steps, writer, p, steps))
             write = (write[0] + w, write[1] + u)
         rows.append(("ingest: prepare_batch whole (judge, keys, build, tables)", *prepare))
         rows.append(("ingest: DuckDB append + commit, one batch at a time", *write))
+        rows += [(f"  of which INSERT INTO {name}", *steps[name]) for name in WRITES]
+        rows.append(("  of which COMMIT", *steps["COMMIT"]))
         lookups.close()
         writer.close()
+        _, wall, used = timed(lambda: s.con.execute("CHECKPOINT"))
+        rows.append(("ingest: DuckDB checkpoint at close (the log into the file)", wall, used))
 
     rows += ends
     print(f"{path}: {matches} matches, {deals} deals; load average {os.getloadavg()[0]:.1f}")

@@ -18,6 +18,7 @@ later runs) and its first tenth, then measures:
 
 Targets (issue 8, this 2-core machine, 100,000 matches): ingest >= 100,000 deals/s; the rıfkı
 question <= 50 ms; the per-card count and the most-led card <= 1 s each; ~3.5 bytes/play.
+Issue 17 adds: ingest >= 250,000 deals/s wall, peak RSS <= 1 GB (10^9 bytes) and flat.
 """
 
 from __future__ import annotations
@@ -239,6 +240,8 @@ def main() -> None:
     flat = big["rss_kib"] <= 1.25 * tenth["rss_kib"]
     checks = [
         ("ingest >= 100,000 deals/s (wall)", deals / big["process_wall"] >= 100_000),
+        ("ingest >= 250,000 deals/s (wall, issue 17)", deals / big["process_wall"] >= 250_000),
+        ("peak RSS of ingest <= 1 GB (issue 17)", big["rss_kib"] * 1024 <= 1e9),
         *((f"{n} <= {LIMITS[n] * 1000:g} ms", answers[n][1] <= LIMITS[n]) for n in QUESTIONS),
         ("<= 3.5 bytes/play", file_size / plays <= 3.5),
         ("memory flat (within 1.25x of the tenth's peak RSS)", flat),

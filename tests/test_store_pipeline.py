@@ -5,6 +5,7 @@ by wrapping the one function that writes a transaction."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -115,6 +116,32 @@ def test_ingest_stops_at_a_failed_write_and_a_rerun_completes_it(
         summary = store.ingest_file(str(path), batch_matches=5)
         assert (summary.stored, summary.duplicates) == (19, 5)
         assert store.count("matches") == 24 and store.count("deals") == 24 * 8
+
+
+def test_a_batch_lets_go_of_its_tables_as_soon_as_its_transaction_is_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A batch's tables are most of an ingest's memory: the writer drops them once the
+    # transaction is committed or rolled back, not when the submitting thread next looks.
+    go = threading.Event()
+    _failing_on(monkeypatch, {2}, go)
+    groups = [MATCHES[0:8], MATCHES[8:16], MATCHES[16:24]]
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        with pytest.raises(duckdb.IOException), store.pipeline() as ingest:
+            submitted = [ingest.submit(_batch(group)) for group in groups]
+            assert all(prepared.deals == 8 * 8 for prepared, _ in submitted)
+            go.set()
+            for prepared, written in submitted:
+                with (
+                    pytest.raises((duckdb.IOException, StoreWriteAbortedError))
+                    if (prepared is not submitted[0][0])
+                    else contextlib.nullcontext()
+                ):
+                    written.result()
+                # committed (the first) or rolled back (the others): nothing held
+                assert prepared.tables == {}
+                assert prepared.deals == 8 * 8 and len(prepared.verdicts) == 8
+        assert store.count("deals") == 8 * 8
 
 
 # -- through the server's Upload ---------------------------------------------------------------

@@ -7,7 +7,10 @@ each seat's hand as a 52-bit set. Nulls are sentinels (255 in a UTINYINT column,
 value in others, 0 for a hand) and enum values are codes; here, with vectorised Arrow
 compute and no copy of the column bytes, sentinels become validity bitmaps and codes become
 dictionary arrays (DuckDB reads those as its enums), so each table goes in with a plain
-``INSERT … SELECT`` that does no work per row.
+``INSERT … SELECT`` that does no work per row. The ``deal_code`` of plays and tricks, the same
+for every play (trick) of a deal, comes as one value per deal and the row its run ends at,
+and goes in run-end encoded: a classic batch is 60 MB smaller than with a copy per row (the
+values DuckDB reads, and stores, are the same).
 """
 
 from __future__ import annotations
@@ -45,14 +48,18 @@ _LAYOUT: dict[str, dict[str, pa.DataType]] = {
         "score_2": I32, "score_3": I32, "held_0": U64, "held_1": U64, "held_2": U64,
         "held_3": U64, "trump_length": U8,
     },
-    "tricks": {"deal_code": U64, "trick_code": U64, "points": I32},
-    "plays": {"deal_code": U64, "play_code": U64},
+    "tricks": {"trick_code": U64, "points": I32},
+    "plays": {"play_code": U64},
     "records_base": {"match_key": U64, "chunk": U32},
 }  # fmt: skip
 _STRINGS = {
     "matches": ("match_id", "status_reason", "event", "site", "client_name", "client_version"),
     "players": ("player_id", "name", "seat_name"),
 }
+# Run-end encoded columns: table -> (column, its values, their run ends), one run per deal
+# (U64 values, I64 ends: a run ends at that many rows of the batch, which --batch lets pass
+# 2**31 with big enough matches).
+_RUNS = {"tricks": ("deal_code", "deal_end"), "plays": ("deal_code", "deal_end")}
 # Bytes columns (offsets 64 bits wide: a batch of records may pass 2 GB).
 _BYTES = {"records_base": ("bytes",)}
 
@@ -114,6 +121,12 @@ def arrow_tables(taken: dict[str, dict[str, Any]]) -> dict[str, pa.Table]:
                 offsets, data = cols[name]
                 buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
                 arrays[name] = pa.Array.from_buffers(kind, rows, buffers)
+        if table in _RUNS:
+            name, ends = _RUNS[table]
+            runs = len(cols[ends]) // 8
+            arrays[name] = pa.RunEndEncodedArray.from_arrays(
+                _raw(I64, runs, cols[ends]), _raw(U64, runs, cols[name])
+            )
         for name, how in _CONVERT.get(table, {}).items():
             arrays[name] = _convert(arrays[name], how)
         out[table] = pa.table(arrays)

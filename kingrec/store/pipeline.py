@@ -105,6 +105,7 @@ class IngestPipeline:
         try:
             write_prepared(cursor, prepared, before=lambda: _after(before, self._store.path))
         finally:
+            prepared.release()
             self._cursors.put(cursor)
 
     def close(self) -> None:

@@ -46,8 +46,9 @@ _TYPES = {
         "score_2": "i", "score_3": "i", "held_0": "Q", "held_1": "Q", "held_2": "Q",
         "held_3": "Q", "trump_length": "B",
     },
-    "tricks": {"deal_code": "Q", "trick_code": "Q", "points": "i"},
-    "plays": {"deal_code": "Q", "play_code": "Q"},
+    # deal_code and deal_end: one per deal with rows, its code and the rows that end its run
+    "tricks": {"deal_code": "Q", "trick_code": "Q", "points": "i", "deal_end": "q"},
+    "plays": {"deal_code": "Q", "play_code": "Q", "deal_end": "q"},
     "records_base": {"match_key": "Q", "chunk": "I"},
 }  # fmt: skip
 _STRINGS = {
@@ -202,6 +203,7 @@ class ColumnBuilder:
         self, deal: pb.Deal, number: int, rules: Ruleset, deal_code: int
     ) -> tuple[int, int, int, int, tuple[int, int, int, int], int]:
         p, t = self._cols["plays"], self._cols["tricks"]
+        plays_before, tricks_before = self._rows["plays"], self._rows["tricks"]
         think, autos = list(deal.think_ms), set(deal.auto_plays)
         plays: list[dict[str, int]] = []  # packed once the deal is over (took comes later)
         trick: list[dict[str, int]] = []
@@ -229,7 +231,6 @@ class ColumnBuilder:
                     "cards": cards, "trick": event.trick, "leader": event.leader,
                     "winner": event.winner, "units": event.units,
                 }  # fmt: skip
-                t["deal_code"].append(deal_code)
                 t["trick_code"].append(pack("trick_code", facts))
                 t["points"].append(event.points)
                 tricks = event.trick
@@ -238,9 +239,12 @@ class ColumnBuilder:
                 ended, consumed, scores = event.end, event.consumed, event.scores
                 revoker = event.revoker if event.revoker >= 0 else NONE8
         for play in plays:
-            p["deal_code"].append(deal_code)
             p["play_code"].append(pack("play_code", play))
         self._rows["plays"] += len(plays)
+        for name, before in (("plays", plays_before), ("tricks", tricks_before)):
+            if self._rows[name] > before:  # the deal's run (none without rows: runs are not empty)
+                self._cols[name]["deal_code"].append(deal_code)
+                self._cols[name]["deal_end"].append(self._rows[name])
         return tricks, consumed, ended, revoker, scores, end_trick
 
     def take(self) -> dict[str, dict[str, object]]:
