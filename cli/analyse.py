@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import click
 from rich.markup import escape
-from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from kingrec.analysis.batch import DealTask, analyse_deals
 from kingrec.analysis.par import DealPar
@@ -24,6 +23,7 @@ from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.records import Damage, open_records
 from kingrec.verdicts import skipped_object
 
+from .bars import deal_columns
 from .errors import (
     EXIT_CLOSED_PIPE,
     EXIT_INTERNAL,
@@ -273,8 +273,8 @@ def analyse(
                 tally.unreadable += 1
                 _problem(term, as_json, path, exc.code, exc.format_message())
 
-    columns = (SpinnerColumn(), TextColumn("analysing deals"), MofNCompleteColumn())
-    with term.progress(*columns, TimeElapsedColumn(), show=term.wants_bar(progress)) as bar:
+    columns = deal_columns("analysing deals")
+    with term.progress(columns, show=term.wants_bar(progress)) as bar:
         task_id = bar.add_task("deals", total=None)
         for result in analyse_deals(tasks(), jobs):
             where = wheres.popleft()

@@ -9,13 +9,13 @@ from typing import Any
 
 import click
 from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, TextColumn, TimeRemainingColumn
 
 from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.store import IngestSummary, Store
 from kingrec.store.db import default_path
 from kingrec.store.store import BATCH_MATCHES
 
+from .bars import file_columns
 from .errors import (
     EXIT_CLOSED_PIPE,
     EXIT_INTERNAL,
@@ -132,13 +132,10 @@ def ingest(
     term = Terminal()
     where = db or default_path()
     run = Run()
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
     stops = Stops()
     try:
         with stops.installed(), user_errors(), Store.open(where) as store:
-            with term.progress(
-                *columns, TimeRemainingColumn(), show=term.wants_bar(progress)
-            ) as bar:
+            with term.progress(file_columns, show=term.wants_bar(progress)) as bar:
                 for path in record_paths(files):
                     if isinstance(path, PathProblem):
                         _unreadable(term, run, as_json, path.path, path.code, path.message)

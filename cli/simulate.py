@@ -5,17 +5,12 @@ from __future__ import annotations
 import os
 
 import click
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
 
 from kingrec.formats import format_for
 from kingrec.rules import PRESETS
 from kingrec.simrun import simulate_to_file, simulate_to_stream
 
+from .bars import match_columns
 from .errors import (
     EXIT_CLOSED_PIPE,
     EXIT_INTERNAL,
@@ -118,9 +113,8 @@ def simulate(
         raise Failed(f"{output}: is a directory")
     term = Terminal()
     show = term.wants_bar(progress, records_to_stdout=output == "-")
-    columns = (TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TextColumn("matches"))
     try:
-        with term.progress(*columns, TimeRemainingColumn(), show=show) as bar:
+        with term.progress(match_columns, show=show) as bar:
             task = bar.add_task("simulate", total=count)
 
             def advance(done: int) -> None:

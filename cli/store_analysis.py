@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.markup import escape
-from rich.progress import MofNCompleteColumn, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from .bars import deal_columns
 from .errors import EXIT_OK, EXIT_UNREADABLE, user_errors
 from .terminal import Terminal
 
@@ -43,11 +43,11 @@ def analyse_stored(
     from kingrec.store.db import default_path
     from kingrec.store.par import analyse_store
 
-    columns = (SpinnerColumn(), TextColumn("analysing stored deals"), MofNCompleteColumn())
+    columns = deal_columns("analysing stored deals")
     with (
         user_errors(),
         Store.open(db or default_path()) as store,
-        term.progress(*columns, TimeElapsedColumn(), show=term.wants_bar(progress)) as bar,
+        term.progress(columns, show=term.wants_bar(progress)) as bar,
     ):
         task_id = bar.add_task("deals", total=None)
         summary = analyse_store(

@@ -23,21 +23,58 @@ import errno
 import io
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO, Any, BinaryIO, cast
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
 from rich.console import Console, RenderableType
 from rich.markup import escape
-from rich.progress import Progress, ProgressColumn
 from rich.text import Text
 
 from kingrec.cards import RANK_LETTERS, RANK_NAMES, SUIT_LETTERS, SUIT_SYMBOLS, card_name
-from kingrec.jsonl import json_line
 
 from .streams import can_encode, is_terminal, same_terminal
 
-__all__ = ["Terminal"]
+if TYPE_CHECKING:  # loaded when a bar is drawn, a JSON line written: start-up stays short
+    from rich.progress import Progress, ProgressColumn
+
+__all__ = ["Bar", "Columns", "Terminal"]
+
+# The columns of a progress bar, made only when the bar is drawn (so rich.progress is loaded
+# only then): a function returning them.
+Columns = Callable[[], "Sequence[str | ProgressColumn]"]
+
+
+class Bar(Protocol):
+    """What a command does with its progress bar: a rich ``Progress``, or one not drawn."""
+
+    def add_task(self, description: str, /, *, total: float | None = ...) -> Any: ...
+
+    def update(
+        self, task_id: Any, /, *, completed: float | None = ..., advance: float | None = ...
+    ) -> None: ...
+
+    def remove_task(self, task_id: Any, /) -> None: ...
+
+
+class _HiddenBar:
+    """The bar of a command whose bar is not shown: it counts its tasks and draws nothing."""
+
+    def __init__(self) -> None:
+        self._tasks = 0
+
+    def add_task(self, description: str, /, *, total: float | None = None) -> int:
+        self._tasks += 1
+        return self._tasks
+
+    def update(
+        self, task_id: Any, /, *, completed: float | None = None, advance: float | None = None
+    ) -> None:
+        pass
+
+    def remove_task(self, task_id: Any, /) -> None:
+        pass
+
 
 _SYMBOL_CARD = re.compile(f"([{SUIT_SYMBOLS}])(10|[2-9JQKA])")
 
@@ -98,10 +135,14 @@ class Terminal:
         """One report (rich markup, or a renderable) on standard output."""
         self.out.print(markup)
 
-    def json(self, obj: Any, render: Callable[..., str] = json_line) -> None:
+    def json(self, obj: Any, render: Callable[..., str] | None = None) -> None:
         """One JSON line on standard output, as ``render`` writes ``obj`` (``json_line``, or
         ``report_line`` for a report): raw characters where the stream can encode them,
         ``\\u`` escapes where it cannot; never a raw line separator."""
+        if render is None:
+            from kingrec.jsonl import json_line  # here: most commands never write JSON
+
+            render = json_line
         line = render(obj)
         if not line.isascii() and not can_encode(self.stdout, line):
             line = render(obj, ascii_only=True)
@@ -156,16 +197,22 @@ class Terminal:
         return is_terminal(self.stderr) if asked is None else asked
 
     @contextmanager
-    def progress(self, *columns: str | ProgressColumn, show: bool) -> Iterator[Progress]:
-        """A transient progress bar on standard error (``show=False``: one that draws nothing)."""
-        shared = show and same_terminal(self.stdout, self.stderr)
+    def progress(self, columns: Columns, *, show: bool) -> Iterator[Bar]:
+        """A transient progress bar on standard error with the ``columns()`` made then
+        (``show=False``: one that draws nothing, and rich.progress is never loaded)."""
+        if not show:
+            self.flush()
+            yield _HiddenBar()
+            return
+        from rich.progress import Progress
+
+        shared = same_terminal(self.stdout, self.stderr)
         bar = Progress(
-            *columns,
+            *columns(),
             console=self.err,
             transient=True,
-            disable=not show,
             redirect_stdout=shared,  # stray writes to stdout then go above the bar too
-            redirect_stderr=show,
+            redirect_stderr=True,
         )
         self.flush()
         self._bar = bar if shared else None

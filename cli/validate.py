@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import click
 from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from kingrec.findings import CleanMatches, MatchReport, Severity
 from kingrec.jsonl import report_line
@@ -27,6 +26,7 @@ from kingrec.verdicts import (
     summary_object,
 )
 
+from .bars import file_columns
 from .errors import (
     EXIT_CLOSED_PIPE,
     EXIT_INTERNAL,
@@ -40,7 +40,7 @@ from .errors import (
 from .helptext import Command, epilog
 from .lines import damage_line, finding_line
 from .places import place
-from .terminal import Terminal
+from .terminal import Bar, Terminal
 
 __all__ = ["validate"]
 
@@ -54,7 +54,7 @@ class Choices:
 
 def _reports(
     records: RecordFile,
-    progress: Progress,
+    progress: Bar,
     show_all: bool,
     seen: set[int],
     pool: JudgePool | None,
@@ -155,10 +155,9 @@ def validate(
     seen: set[int] = set()  # every record judged in this run: a repeat in any file is a warning
     jobs = jobs or os.cpu_count() or 1
     pool = JudgePool(jobs, chunk_bytes=chunk_bytes) if jobs > 1 else None
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn())
     with (
         pool or contextlib.nullcontext(),
-        term.progress(*columns, TimeRemainingColumn(), show=term.wants_bar(progress)) as bar,
+        term.progress(file_columns, show=term.wants_bar(progress)) as bar,
     ):
         for path in record_paths(files):
             if isinstance(path, PathProblem):

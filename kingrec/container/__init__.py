@@ -16,7 +16,11 @@ of N bytes, however it is damaged or built to hurt, is read in time linear in N.
 """
 
 # The layout and its types (layout), the writer (writer) and the reader (reader) live in
-# modules of their own; the public names are all here.
+# modules of their own; the public names are all here. The layout is small and loaded at
+# once; the reader and the writer are loaded on first use (PEP 562), so a command that only
+# writes (``kingrec simulate``) never loads the reader, its twins and protobuf.
+from typing import TYPE_CHECKING, Any
+
 from .layout import (
     FILE_HEADER_SIZE,
     FORMAT_VERSION,
@@ -32,17 +36,32 @@ from .layout import (
     WritableBinary,
 )
 from .layout import Source as Source
-from .reader import ScanFrames as ScanFrames
-from .reader import (
-    check_file_header,
-    decode_frame,
-    is_krec,
-    iter_matches,
-    read_frame_runs,
-    read_frame_runs_from,
-    read_frames,
-)
-from .writer import KrecWriter
+
+if TYPE_CHECKING:  # what type checkers see; at run time __getattr__ loads these
+    from .reader import ScanFrames as ScanFrames
+    from .reader import (
+        check_file_header,
+        decode_frame,
+        is_krec,
+        iter_matches,
+        read_frame_runs,
+        read_frame_runs_from,
+        read_frames,
+    )
+    from .writer import KrecWriter
+
+# Each lazily loaded name and the module it comes from.
+_ORIGINS = {
+    "ScanFrames": ".reader",
+    "check_file_header": ".reader",
+    "decode_frame": ".reader",
+    "is_krec": ".reader",
+    "iter_matches": ".reader",
+    "read_frame_runs": ".reader",
+    "read_frame_runs_from": ".reader",
+    "read_frames": ".reader",
+    "KrecWriter": ".writer",
+}
 
 __all__ = [
     "FILE_HEADER_SIZE",
@@ -66,3 +85,21 @@ __all__ = [
     "read_frame_runs_from",
     "read_frames",
 ]
+
+
+if not TYPE_CHECKING:  # hidden from type checkers, which would take any name as Any
+
+    def __getattr__(name: str) -> Any:
+        """Load a reader or writer name from its module on first use (PEP 562)."""
+        origin = _ORIGINS.get(name)
+        if origin is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from importlib import import_module
+
+        value = getattr(import_module(origin, __name__), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,116 @@
+"""Start-up: a command loads what it uses and nothing else.
+
+Each test runs the command line's own entry point (what the installed ``kingrec`` script
+calls) in a fresh interpreter and lists, at exit, every module that was loaded. Which
+modules a run loads does not depend on the machine's speed: these tests time nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kingrec.container import read_frames
+
+# Runs the command line as the ``kingrec`` script does, then writes the loaded modules' names.
+# -I: neither the working directory nor PYTHON* variables decide which code is measured.
+_RUN = """
+import atexit, json, sys
+out, sys.argv = sys.argv[1], ["kingrec", *sys.argv[2:]]
+atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
+from kingrec_cli.main import run
+run()
+"""
+
+# What ``kingrec simulate -o FILE.krec`` must never load: it writes records and reads none,
+# and shows no bar when standard error is not a terminal.
+NOT_FOR_SIMULATE = (
+    "kingrec.container.reader",  # the container's reader
+    "kingrec.jsonl",  # JSON Lines: not written to a .krec
+    "kingrec.validation",  # the validator and its judges
+    "kingrec.fastcheck",
+    "kingrec.judges",
+    "kingrec.records",
+    "kingrec.store",
+    "rich.progress",  # no bar is drawn
+    "grpc",
+    "duckdb",
+    "aiohttp",
+)
+
+
+def loaded_by(tmp_path: Path, *args: str, pure: bool = False) -> set[str]:
+    """The modules a run of ``kingrec ARGS`` loaded (it must succeed)."""
+    listing = tmp_path / "modules.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KINGREC_")}
+    if pure:
+        env["KINGREC_PURE_PYTHON"] = "1"
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", _RUN, str(listing), *args],
+        capture_output=True,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    return set(json.loads(listing.read_text()))
+
+
+@pytest.mark.parametrize("pure", [False, True], ids=["cython", "python"])
+def test_simulate_to_a_krec_file_never_loads_the_reader_the_validator_or_the_bar(
+    tmp_path: Path, pure: bool
+) -> None:
+    out = tmp_path / "one.krec"
+    loaded = loaded_by(tmp_path, "simulate", "--matches", "1", "-o", str(out), pure=pure)
+    pulled = {m for m in loaded for bad in NOT_FOR_SIMULATE if m == bad or m.startswith(bad + ".")}
+    assert pulled == set()
+    # ...and it did its work: the match is in the file.
+    assert "kingrec.container.writer" in loaded
+    with out.open("rb") as stream:
+        assert len(list(read_frames(stream))) == 1
+
+
+def test_simulate_with_a_bar_asked_for_loads_the_bar(tmp_path: Path) -> None:
+    # The other side of the test above: the listing does see a module loaded late, on use.
+    out = tmp_path / "one.krec"
+    loaded = loaded_by(tmp_path, "simulate", "--progress", "-o", str(out))
+    assert "rich.progress" in loaded
+    assert "kingrec.container.reader" not in loaded
+
+
+def test_simulate_to_json_lines_loads_the_json_writer_but_not_the_container_reader(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "one.jsonl"
+    loaded = loaded_by(tmp_path, "simulate", "-o", str(out))
+    assert "kingrec.jsonl" in loaded
+    assert "kingrec.container.reader" not in loaded
+    assert json.loads(out.read_text().splitlines()[0])["match_id"].startswith("sim-classic-")
+
+
+def test_importing_the_container_for_its_layout_loads_neither_reader_nor_writer() -> None:
+    code = (
+        "import sys; from kingrec.container import MAGIC, FILE_HEADER_SIZE; "
+        "print([m for m in ('kingrec.container.reader', 'kingrec.container.writer') "
+        "if m in sys.modules])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_container_loads_its_reader_and_writer_names_on_first_use() -> None:
+    import kingrec.container as container
+    from kingrec.container import reader, writer
+
+    assert container.KrecWriter is writer.KrecWriter
+    assert container.read_frames is reader.read_frames
+    assert set(container.__all__) <= set(dir(container))
+    with pytest.raises(AttributeError, match="no attribute 'read_everything'"):
+        _ = container.read_everything  # type: ignore[attr-defined]
