@@ -35,6 +35,7 @@ from pathlib import Path
 import duckdb
 from compiled_only import refuse_pure_twins
 
+import kingrec
 from kingrec.container import Frame, KrecWriter, read_frames
 from kingrec.simrun import simulate_to_file
 from kingrec.store.store import BATCH_MATCHES, WRITERS
@@ -63,15 +64,20 @@ LIMITS = {  # seconds, the issue's targets
     "most-led card in each contract": 1.0,
 }
 
-# The ingest, in a process of its own so that its CPU time and peak RSS are its own.
+# The ingest, in a process of its own so that its CPU time and peak RSS are its own. It runs
+# isolated (-I: ``python -c`` would put the working directory first on sys.path, and a
+# kingrec there would be measured instead) with the folder of this bench's own kingrec first.
 _INGEST = """
 import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import kingrec
 from kingrec.store import Store
 start = time.perf_counter()
-with Store.open(sys.argv[1]) as store:
-    summary = store.ingest_file(sys.argv[2], batch_matches=int(sys.argv[3]))
+with Store.open(sys.argv[2]) as store:
+    summary = store.ingest_file(sys.argv[3], batch_matches=int(sys.argv[4]))
     plays = store.count("plays_base")
-print(json.dumps({**summary.to_dict(), "plays": plays, "wall": time.perf_counter() - start}))
+wall = time.perf_counter() - start
+print(json.dumps({**summary.to_dict(), "plays": plays, "wall": wall, "kingrec": kingrec.__file__}))
 """
 
 
@@ -101,16 +107,22 @@ def ingest(records: Path, db: Path, batch: int) -> dict[str, float]:
     CPU seconds, and peak RSS (KiB)."""
     for stale in (db, Path(f"{db}.wal")):
         stale.unlink(missing_ok=True)
-    command = [sys.executable, "-c", _INGEST, str(db), str(records), str(batch)]
+    ours = os.path.dirname(os.path.dirname(kingrec.__file__))  # the folder holding kingrec/
+    command = [sys.executable, "-I", "-c", _INGEST, ours, str(db), str(records), str(batch)]
     start = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     output = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc.stdout.close()
+    _, status, usage = os.wait4(proc.pid, 0)  # reaped here, for its rusage: tell Popen
     wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
         raise SystemExit(f"the ingest failed: {output[-2000:]}")
     result: dict[str, float] = json.loads(output.strip().splitlines()[-1])
+    measured = str(result.pop("kingrec"))  # a path, not a figure
+    if measured != kingrec.__file__:
+        raise SystemExit(f"the ingest measured {measured}, not this bench's {kingrec.__file__}")
     result["process_wall"] = wall
     result["cpu"] = usage.ru_utime + usage.ru_stime
     result["rss_kib"] = usage.ru_maxrss

@@ -79,3 +79,27 @@ def test_the_processes_a_bench_starts_must_load_the_compiled_twins_too() -> None
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=clean, cwd=ROOT, check=False, timeout=60)  # fmt: skip
     assert (result.returncode, result.stdout) == (0, "1\n"), result.stderr
+
+
+def test_bench_store_ingests_with_its_own_kingrec_whatever_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its ingest runs in a child process (``python -c``); from a folder holding another
+    kingrec, the child once imported that one and measured the wrong code."""
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    import bench_store
+
+    import kingrec
+    from kingrec.simrun import simulate_to_file
+
+    records = tmp_path / "two.krec"
+    simulate_to_file(str(records), "classic", 2, 7, fmt="krec", jobs=1)
+    decoy = tmp_path / "elsewhere" / "kingrec"
+    decoy.mkdir(parents=True)
+    (decoy / "__init__.py").write_text("raise SystemExit('the decoy kingrec was imported')\n")
+    monkeypatch.chdir(decoy.parent)
+    monkeypatch.setenv("PYTHONPATH", str(decoy.parent))  # nor does PYTHONPATH lead it astray
+    result = bench_store.ingest(records, tmp_path / "two.duckdb", 64)
+    assert result["stored"] == 2 and result["deals"] == 40
+    assert 0 < result["plays"] <= 40 * 52  # a deal may end before its last trick
+    assert os.path.dirname(kingrec.__file__) == str(ROOT / "kingrec")
