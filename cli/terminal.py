@@ -27,15 +27,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any, BinaryIO, Protocol, cast
 
-from rich.console import Console, RenderableType
-from rich.markup import escape
-from rich.text import Text
-
 from kingrec.cards import RANK_LETTERS, RANK_NAMES, SUIT_LETTERS, SUIT_SYMBOLS, card_name
 
 from .streams import can_encode, is_terminal, same_terminal
 
-if TYPE_CHECKING:  # loaded when a bar is drawn, a JSON line written: start-up stays short
+if TYPE_CHECKING:  # loaded when first used (a bar, a report, a JSON line): start-up stays short
+    from rich.console import Console, RenderableType
     from rich.progress import Progress, ProgressColumn
 
 __all__ = ["Bar", "Columns", "Terminal"]
@@ -84,12 +81,17 @@ def _named_card(found: re.Match[str]) -> str:
     return rank + SUIT_LETTERS[SUIT_SYMBOLS.index(found.group(1))]
 
 
-class _Console(Console):
-    """A rich console that leaves a closed pipe to the command line (exit 141, not rich's 1)."""
+def _console(file: IO[str]) -> Console:
+    """A rich console on ``file`` that leaves a closed pipe to the command line (exit 141, not
+    rich's 1). Made on first use: rich.console takes tens of milliseconds to import."""
+    from rich.console import Console
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, "the reader of the output went away")
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "the reader of the output went away")
+
+    return _Console(file=file, highlight=False, emoji=False, soft_wrap=True)
 
 
 class Terminal:
@@ -98,10 +100,10 @@ class Terminal:
     def __init__(self) -> None:
         self.stdout = sys.stdout
         self.stderr = sys.stderr
-        options: dict[str, Any] = {"highlight": False, "emoji": False, "soft_wrap": True}
-        self._out = _Console(file=self.stdout, **options)
-        self.err = _Console(file=self.stderr, **options)
-        self._bar: Progress | None = None
+        self._out: Console | None = None  # the consoles, made when first used
+        self._err: Console | None = None
+        self._bar: Progress | None = None  # a live bar on the terminal of both streams
+        self._drawing = False  # a bar is live on standard error
         self.symbols = can_encode(self.stdout, SUIT_SYMBOLS)
         self.err_symbols = can_encode(self.stderr, SUIT_SYMBOLS)
 
@@ -109,7 +111,18 @@ class Terminal:
     def out(self) -> Console:
         """The console for reports: the bar's own while it is live on this terminal."""
         bar = self._bar
-        return bar.console if bar is not None and bar.live.is_started else self._out
+        if bar is not None and bar.live.is_started:
+            return bar.console
+        if self._out is None:
+            self._out = _console(self.stdout)
+        return self._out
+
+    @property
+    def err(self) -> Console:
+        """The console for messages and the bar, on standard error."""
+        if self._err is None:
+            self._err = _console(self.stderr)
+        return self._err
 
     # -- text --------------------------------------------------------------------------------
 
@@ -146,11 +159,13 @@ class Terminal:
         line = render(obj)
         if not line.isascii() and not can_encode(self.stdout, line):
             line = render(obj, ascii_only=True)
-        console = self.out
-        if console is self._out:
-            self.stdout.write(line + "\n")
+        bar = self._bar
+        if bar is not None and bar.live.is_started:
+            from rich.text import Text
+
+            bar.console.print(Text(line), soft_wrap=True)
         else:
-            console.print(Text(line), soft_wrap=True)
+            self.stdout.write(line + "\n")
 
     def tell(self, text: str) -> None:
         """A line of plain text on standard error (a command's closing summary)."""
@@ -180,7 +195,16 @@ class Terminal:
         # Through the bar's console (``err``), which lifts a live bar out of the way; reports
         # written so far come first, also when both streams go to one pipe.
         self.flush()
-        self.err.print(escape(self.sentence(line, stderr=True)))
+        text = self.sentence(line, stderr=True)
+        if not self._drawing and text.isprintable():
+            # What rich would write for it, without loading rich: printable text has no tab
+            # to expand and no control code to strip.
+            self.stderr.write(text + "\n")
+            self.flush()
+            return
+        from rich.markup import escape
+
+        self.err.print(escape(text))
 
     def flush(self) -> None:
         for stream in (self.stdout, self.stderr):
@@ -216,11 +240,13 @@ class Terminal:
         )
         self.flush()
         self._bar = bar if shared else None
+        self._drawing = True
         try:
             with bar:
                 yield bar
         finally:
             self._bar = None
+            self._drawing = False
 
 
 _BEYOND_ASCII = re.compile("[^\x00-\x7f]")

@@ -28,7 +28,7 @@ run()
 """
 
 # What ``kingrec simulate -o FILE.krec`` must never load: it writes records and reads none,
-# and shows no bar when standard error is not a terminal.
+# and shows no bar when standard error is not a terminal (here it is a pipe).
 NOT_FOR_SIMULATE = (
     "kingrec.container.reader",  # the container's reader
     "kingrec.jsonl",  # JSON Lines: not written to a .krec
@@ -37,7 +37,7 @@ NOT_FOR_SIMULATE = (
     "kingrec.judges",
     "kingrec.records",
     "kingrec.store",
-    "rich.progress",  # no bar is drawn
+    "rich",  # no bar is drawn, and the summary line is plain text
     "grpc",
     "duckdb",
     "aiohttp",
@@ -114,3 +114,35 @@ def test_the_container_loads_its_reader_and_writer_names_on_first_use() -> None:
     assert set(container.__all__) <= set(dir(container))
     with pytest.raises(AttributeError, match="no attribute 'read_everything'"):
         _ = container.read_everything  # type: ignore[attr-defined]
+
+
+MESSAGES = [
+    "simulated 5 matches (100 deals) in 0.01 s, 9000 deals/s",
+    "a [bold]name[/bold] in brackets \\[x]",  # markup is not applied
+    "Ayşe's ♦A, 東京, trailing spaces   ",
+    "a tab\there",  # rich expands tabs
+    "carriage\rreturn, bell\a, form feed\f",  # rich strips these
+    "an escape \x1b[31m and a NUL \x00",
+    "two\nlines",
+]
+
+
+@pytest.mark.parametrize("message", MESSAGES)
+def test_a_message_is_written_as_rich_writes_it_whether_or_not_rich_is_loaded(
+    message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from rich.console import Console
+    from rich.markup import escape
+
+    from kingrec_cli.terminal import Terminal
+
+    by_rich = io.StringIO()
+    Console(file=by_rich, highlight=False, emoji=False, soft_wrap=True).print(
+        escape(f"kingrec: {message}")
+    )
+    stderr = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    Terminal().note(message)
+    assert stderr.getvalue() == by_rich.getvalue()
