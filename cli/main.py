@@ -28,8 +28,8 @@ from .streams import fit, prepare_streams, write_error
 
 __all__ = ["Terminated", "main", "run"]
 
-# Each command lives in its own module, imported only when it runs (or help lists it), so a
-# command pays the start-up time of what it uses and no more.
+# Each command lives in its own module, imported only when it runs, so a command pays the
+# start-up time of what it uses and no more.
 COMMANDS = {
     "validate": "kingrec_cli.validate",
     "show": "kingrec_cli.show",
@@ -46,6 +46,33 @@ COMMANDS = {
     "stats": "kingrec_cli.stats",
     "analyse": "kingrec_cli.analyse",
     "view": "kingrec_cli.view",
+}
+
+# What ``kingrec --help`` lists for each command: the start of its help, shortened as click
+# shortens it. Here so that the list imports no command (all of them cost about a CPU-second:
+# gRPC, DuckDB, aiohttp); tests/test_startup.py holds each to its command's own help.
+SUMMARIES = {
+    "validate": "Check that every record in FILES is a legal, complete King match.",
+    "show": "Show one match of FILE: contracts, every trick and its winner, scores and running "
+    "totals, and what is wrong with it.",
+    "convert": "Convert SOURCE into TARGET: .krec to JSON Lines (one match per line) or back.",
+    "simulate": "Simulate matches played by bots and write them as records to OUTPUT.",
+    "serve": "Serve kingrec over gRPC: validate, store and query records, replay them, "
+    "publish and watch live matches.",
+    "replay": "Replay a match card by card, as the server streams it.",
+    "watch": "Follow a live match as it is played: a table of hands, the trick and the scores.",
+    "publish": "Play a recorded match into a server as a live match, card by card.",
+    "upload": "Store the records of FILE... (.krec or JSON Lines; - for standard input) on a "
+    "server.",
+    "export": "Write every table of a store as hive-partitioned Parquet under DIR.",
+    "ingest": "Store every record of FILES in a DuckDB store, to ask it anything in SQL.",
+    "query": "Run one read-only SQL statement (a SELECT) over the store and write its rows.",
+    "stats": "Answer the common questions from the store: each NAME is a documented SQL query.",
+    "analyse": "Find each deal's par in FILES: the units (tricks, hearts, queens, ...) each seat "
+    "could have made sure of with every hand known and the other three playing against it; and "
+    "for every card, what it cost its player against that guarantee.",
+    "view": "Open the records of FILE (.krec or JSON Lines; - for standard input) in the web "
+    "viewer.",
 }
 
 COMPLETION = """Shell completion (bash; zsh_source and fish_source for the others):
@@ -95,6 +122,20 @@ class _KingrecGroup(click.Group):
             assert isinstance(command, click.Command)
             return command
         return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The list of commands as click writes it, from ``SUMMARIES``: none is imported."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(map(len, names), default=0)
+        rows = []
+        for name in names:
+            summary = SUMMARIES.get(name)
+            command = click.Command(name, help=summary) if summary else self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -146,3 +146,42 @@ def test_a_message_is_written_as_rich_writes_it_whether_or_not_rich_is_loaded(
     monkeypatch.setattr(sys, "stderr", stderr)
     Terminal().note(message)
     assert stderr.getvalue() == by_rich.getvalue()
+
+
+def test_kingrec_help_lists_every_command_without_importing_one(tmp_path: Path) -> None:
+    loaded = loaded_by(tmp_path, "--help")
+    from kingrec_cli.main import COMMANDS
+
+    assert {module for module in COMMANDS.values() if module in loaded} == set()
+    assert {"grpc", "duckdb", "aiohttp", "rich"} & {m.split(".")[0] for m in loaded} == set()
+
+
+@pytest.mark.parametrize("limit", [20, 45, 70, 120, 400])
+def test_the_help_list_says_of_each_command_what_its_own_help_says(limit: int) -> None:
+    import click
+
+    from kingrec_cli.main import COMMANDS, SUMMARIES, main
+
+    assert SUMMARIES.keys() == COMMANDS.keys()
+    ctx = click.Context(main)
+    for name, summary in SUMMARIES.items():
+        command = main.get_command(ctx, name)
+        assert command is not None and not command.hidden and not command.deprecated
+        listed = click.Command(name, help=summary).get_short_help_str(limit)
+        assert listed == command.get_short_help_str(limit), name
+
+
+def test_kingrec_help_lists_the_commands_as_click_itself_would() -> None:
+    import click
+    from click.testing import CliRunner
+
+    from kingrec_cli.main import main
+
+    for width in (60, 80):
+        listed = CliRunner().invoke(main, ["--help"], terminal_width=width)
+        ctx = click.Context(main, terminal_width=width)
+        by_click = ctx.make_formatter()
+        click.Group.format_commands(main, ctx, by_click)  # which imports every command
+        assert listed.exit_code == 0
+        assert "Commands:\n  validate  Check" in by_click.getvalue()
+        assert by_click.getvalue() in listed.output
