@@ -24,6 +24,11 @@ from .terminal import Terminal
 
 __all__ = ["simulate"]
 
+# Set once a run has written all it had to and closed its output: there is then nothing for
+# the interpreter's teardown to do (tens of milliseconds of freeing modules), and the
+# console script skips it (``kingrec_cli.main.run``).
+finished = False
+
 EXAMPLES = [
     ("kingrec simulate -o sim.krec", "one classic match"),
     ("kingrec simulate --preset short --matches 1000 --jobs 0 -o s.krec", "on every CPU"),
@@ -138,3 +143,5 @@ def simulate(
             f"simulated {summary.matches} matches ({summary.deals} deals) in "
             f"{summary.seconds:.2f} s, {summary.deals_per_second:.0f} deals/s"
         )
+    global finished
+    finished = True

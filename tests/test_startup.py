@@ -19,10 +19,19 @@ from kingrec.container import read_frames
 
 # Runs the command line as the ``kingrec`` script does, then writes the loaded modules' names.
 # -I: neither the working directory nor PYTHON* variables decide which code is measured.
+# A run that ends well may skip the interpreter's teardown (os._exit): the listing is written
+# then too.
 _RUN = """
-import atexit, json, sys
+import atexit, json, os, sys
 out, sys.argv = sys.argv[1], ["kingrec", *sys.argv[2:]]
-atexit.register(lambda: open(out, "w").write(json.dumps(sorted(sys.modules))))
+def listing():
+    with open(out, "w") as f:
+        f.write(json.dumps(sorted(sys.modules)))
+def exit_at_once(code, _exit=os._exit):
+    listing()
+    _exit(code)
+os._exit = exit_at_once
+atexit.register(listing)
 from kingrec_cli.main import run
 run()
 """
@@ -185,3 +194,60 @@ def test_kingrec_help_lists_the_commands_as_click_itself_would() -> None:
         assert listed.exit_code == 0
         assert "Commands:\n  validate  Check" in by_click.getvalue()
         assert by_click.getvalue() in listed.output
+
+
+_MARK_EXIT_AT_ONCE = """
+import os, sys
+mark, sys.argv = sys.argv[1], ["kingrec", *sys.argv[2:]]
+def exit_at_once(code, _exit=os._exit):
+    open(mark, "w").write(str(code))
+    _exit(code)
+os._exit = exit_at_once
+from kingrec_cli.main import run
+run()
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_simulation_that_ends_well_skips_the_teardown_with_its_output_whole(
+    tmp_path: Path, jobs: str
+) -> None:
+    mark, out = tmp_path / "mark", tmp_path / "five.krec"
+    args = ["simulate", "--matches", "5", "--jobs", jobs, "-o", str(out)]
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", _MARK_EXIT_AT_ONCE, str(mark), *args],
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    assert mark.read_text() == "0"
+    assert result.stderr.decode().startswith("simulated 5 matches (100 deals)")
+    with out.open("rb") as stream:
+        assert len(list(read_frames(stream))) == 5
+    # JSON Lines on standard output: every line out before the process ends.
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", _MARK_EXIT_AT_ONCE, str(mark), *args[:-1], "-"],
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 0 and len(result.stdout.splitlines()) == 5
+
+
+def test_a_simulation_that_fails_ends_through_the_usual_teardown(tmp_path: Path) -> None:
+    mark = tmp_path / "mark"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            _MARK_EXIT_AT_ONCE,
+            str(mark),
+            "simulate",
+            "-o",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 2 and b"is a directory" in result.stderr
+    assert not mark.exists()
