@@ -57,6 +57,7 @@ from .fastcheck import (
 from .findings import CleanMatches, MatchReport
 from .limits import MAX_FRAME_BYTES
 from .records import Damage, RecordFile, located_runs
+from .workers import worker_pool
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "JudgePool"]
 
@@ -236,11 +237,7 @@ class JudgePool:
             # threads running (a progress bar's) a forked child could inherit a lock held
             # by one of them, so then each worker is a fresh interpreter.
             method = "fork" if threading.active_count() == 1 else "spawn"
-            context = multiprocessing.get_context(method)
-            # Imported here: it brings in the simulator, which one-core runs never need.
-            from .simrun import _die_with
-
-            self._pool = context.Pool(self.jobs, initializer=_die_with, initargs=(os.getpid(),))
+            self._pool = worker_pool(self.jobs, method)
         return self._pool
 
     def can_split(self, records: RecordFile) -> bool:

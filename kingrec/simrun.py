@@ -14,11 +14,6 @@ they end themselves if the parent process disappears (``kill -9``).
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Generator
@@ -92,28 +87,6 @@ def _bounds(count: int, jobs: int) -> list[tuple[int, int]]:
 # -- workers --------------------------------------------------------------------------------
 
 
-def _die_with(parent: int) -> None:
-    """Worker start: leave Ctrl-C and SIGTERM handling to the parent, and end when it does."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before the death signal was armed
-        os._exit(1)
-
-    def watch() -> None:  # elsewhere (and as a second line): notice the parent is gone
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
 def _chunks(
     preset: str, seed: int, count: int, fmt: Format, jobs: int
 ) -> Generator[tuple[list[bytes], int], None, None]:
@@ -123,9 +96,9 @@ def _chunks(
         for start, stop in bounds:
             yield simulate_chunk(preset, seed, start, stop, fmt)
         return
-    import multiprocessing  # only here: a run on one core does without it
+    from .workers import worker_pool  # only here: a run on one core does without it
 
-    pool = multiprocessing.get_context().Pool(jobs, initializer=_die_with, initargs=(os.getpid(),))
+    pool = worker_pool(jobs)
     try:
         pending: deque[multiprocessing.pool.AsyncResult[tuple[list[bytes], int]]] = deque()
         todo = deque(bounds)

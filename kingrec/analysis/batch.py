@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.pool
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from ..boundary import replayable
 from ..rules import Ruleset
-from ..simrun import _die_with
 from ..v1 import record_pb2 as pb
+from ..workers import worker_pool
 from .par import Budget, DealPar, deal_par, replay_course
 from .review import DealReview, review_deal
 
@@ -62,7 +61,7 @@ def analyse_deals(tasks: Iterable[DealTask], jobs: int = 1) -> Iterator[DealRevi
         for task in tasks:
             yield analyse_deal(task)
         return
-    pool = multiprocessing.get_context().Pool(jobs, initializer=_die_with, initargs=(os.getpid(),))
+    pool = worker_pool(jobs)
     try:
         pending: deque[multiprocessing.pool.AsyncResult[DealReview | DealPar]] = deque()
         todo = iter(tasks)
