@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import click
-from rich.markup import escape
 
 from kingrec.analysis.batch import DealTask, analyse_deals
 from kingrec.analysis.par import DealPar
@@ -39,7 +38,7 @@ from .matchview import seat_names
 from .places import place
 from .store_analysis import AnalyseOptions, analyse_stored
 from .store_option import store_option
-from .terminal import Terminal
+from .terminal import Terminal, escape
 
 __all__ = ["analyse"]
 

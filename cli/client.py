@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 import click
 import grpc
 from rich.console import Console
-from rich.markup import escape
 
 from kingrec.cards import SUIT_SYMBOLS, card_symbol
 from kingrec.contracts import Contract
@@ -23,6 +22,7 @@ from kingrec.v1 import service_pb2 as svc
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
 
 from .errors import Failed, user_errors
+from .terminal import escape
 
 __all__ = [
     "EventPrinter",

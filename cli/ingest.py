@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import click
-from rich.markup import escape
 
 from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.store import IngestSummary, Store
@@ -30,7 +29,7 @@ from .lines import damage_line
 from .places import damage_sentence, place
 from .stops import Stops
 from .store_option import store_option
-from .terminal import Terminal
+from .terminal import Terminal, escape
 
 __all__ = ["ingest"]
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
-
 from kingrec.findings import Finding, Severity
 from kingrec.records import Damage
 
 from .places import damage_sentence, place
-from .terminal import Terminal
+from .terminal import Terminal, escape
 
 __all__ = ["damage_line", "damage_text", "finding_line"]
 

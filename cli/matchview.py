@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from rich.markup import escape
 from rich.text import Text
 
 from kingrec.cards import SUIT_NAMES, SUIT_SYMBOLS
@@ -24,7 +23,7 @@ from kingrec.v1 import record_pb2 as pb
 
 from .lines import finding_line
 from .places import place
-from .terminal import Terminal
+from .terminal import Terminal, escape, shown
 
 __all__ = ["MatchView"]
 
@@ -53,7 +52,7 @@ def seat_names(match: pb.Match) -> list[str]:
     names = [f"seat {s}" for s in range(4)]
     for p in match.players:
         if p.seat < 4 and (p.name or p.id):
-            names[p.seat] = f"{p.name or p.id} ({p.seat})"
+            names[p.seat] = shown(f"{p.name or p.id} ({p.seat})")
     return names
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import click
-from rich.markup import escape
 
 from kingrec.store import Store
 from kingrec.store.db import default_path
@@ -22,7 +21,7 @@ from .query import default_format
 from .stops import Stops
 from .store_option import store_option
 from .tabular import FORMATS, Format, write_rows
-from .terminal import Terminal
+from .terminal import Terminal, escape
 
 __all__ = ["stats"]
 

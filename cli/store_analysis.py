@@ -6,11 +6,9 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rich.markup import escape
-
 from .bars import deal_columns
 from .errors import EXIT_OK, EXIT_UNREADABLE, user_errors
-from .terminal import Terminal
+from .terminal import Terminal, escape
 
 __all__ = ["AnalyseOptions", "analyse_stored"]
 

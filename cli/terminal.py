@@ -137,7 +137,8 @@ class Terminal:
 
     def sentence(self, text: str, *, stderr: bool = False) -> str:
         """A library sentence for a report (or for standard error), with its cards by name
-        where the stream cannot write the suit symbols."""
+        where the stream cannot write the suit symbols, and no control character (``shown``)."""
+        text = shown(text)
         if self.err_symbols if stderr else self.symbols:
             return text
         return _SYMBOL_CARD.sub(_named_card, text)
@@ -202,8 +203,6 @@ class Terminal:
             self.stderr.write(text + "\n")
             self.flush()
             return
-        from rich.markup import escape
-
         self.err.print(escape(text))
 
     def flush(self) -> None:
@@ -250,6 +249,25 @@ class Terminal:
 
 
 _BEYOND_ASCII = re.compile("[^\x00-\x7f]")
+
+
+# What a terminal would act on rather than show: the C0 controls but tab and newline, DEL
+# and the C1 controls (ESC starts a sequence that can retitle the window, clear the screen or
+# recolour what follows; a carriage return lets later text overwrite the line).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown(text: str) -> str:
+    """``text`` from outside (a record's names and ids, a file name, a stored value) with each
+    control character written as its ``\\u`` escape, so that it is seen, not obeyed."""
+    return _CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+def escape(text: str) -> str:
+    """``shown(text)`` with rich's markup escaped too: text from outside inside markup."""
+    from rich.markup import escape as markup_escape  # here: most commands never load rich
+
+    return markup_escape(shown(text))
 
 
 def _escape(found: re.Match[str]) -> str:

@@ -31,7 +31,7 @@ from .errors import (
 from .helptext import Command, epilog
 from .places import damage_sentence, place
 from .server_options import server_options
-from .terminal import Terminal
+from .terminal import Terminal, shown
 
 MESSAGE_BYTES = 3 << 20  # records per request, by size: under the server's 4 MiB limit
 
@@ -232,4 +232,4 @@ def _tell(terminal: Terminal, location: Location, verdict: svc.StoreVerdict, qui
     errors = [f.code for f in verdict.report.findings if f.severity == svc.SEVERITY_ERROR]
     if errors:
         line += f" ({', '.join(errors[:5])}{', …' if len(errors) > 5 else ''})"
-    terminal.report(Text(line))
+    terminal.report(Text(shown(line)))

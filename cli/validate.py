@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import click
-from rich.markup import escape
 
 from kingrec.findings import CleanMatches, MatchReport, Severity
 from kingrec.jsonl import report_line
@@ -40,7 +39,7 @@ from .errors import (
 from .helptext import Command, epilog
 from .lines import damage_line, finding_line
 from .places import place
-from .terminal import Bar, Terminal
+from .terminal import Bar, Terminal, escape
 
 __all__ = ["validate"]
 

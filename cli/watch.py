@@ -9,7 +9,6 @@ import click
 import grpc
 from rich.console import Console
 from rich.live import Live
-from rich.markup import escape
 from rich.table import Table
 
 from kingrec.v1 import service_pb2 as svc
@@ -26,6 +25,7 @@ from .client import (
 from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREADABLE
 from .helptext import Command, epilog
 from .server_options import server_options
+from .terminal import escape
 
 RETRIES = 5  # reconnections in a row before giving up
 

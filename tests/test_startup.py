@@ -145,11 +145,11 @@ def test_a_message_is_written_as_rich_writes_it_whether_or_not_rich_is_loaded(
     from rich.console import Console
     from rich.markup import escape
 
-    from kingrec_cli.terminal import Terminal
+    from kingrec_cli.terminal import Terminal, shown
 
-    by_rich = io.StringIO()
+    by_rich = io.StringIO()  # control characters are shown as escapes (test_hostile_text)
     Console(file=by_rich, highlight=False, emoji=False, soft_wrap=True).print(
-        escape(f"kingrec: {message}")
+        escape(shown(f"kingrec: {message}"))
     )
     stderr = io.StringIO()
     monkeypatch.setattr(sys, "stderr", stderr)
