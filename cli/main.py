@@ -223,6 +223,11 @@ def _finished_simulating() -> bool:
     return bool(getattr(simulate, "finished", False))
 
 
+def _stopped_serving() -> bool:
+    serve = sys.modules.get("kingrec_cli.serve")  # imported only by that command
+    return bool(getattr(serve, "stopped", False))
+
+
 def _exit_at_once(code: object) -> None:
     """End a command once its output is out, skipping the interpreter's teardown.
 
@@ -230,7 +235,9 @@ def _exit_at_once(code: object) -> None:
     and finalizing its objects under them has hung a client that had printed its last line
     (grpc/grpc#40620 and kin); the command itself closed its channels. For a simulation that
     ended well: its output is complete and closed, and the teardown would only spend CPU
-    (about 15 ms here, a tenth of a short run's) freeing what the process held."""
+    (about 15 ms here, a tenth of a short run's) freeing what the process held. For a server
+    that stopped cleanly: every query has ended and the store is committed and closed, and
+    the same gRPC teardown once kept a stopped server from exiting (the SIGTERM test)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
@@ -243,7 +250,8 @@ def run() -> None:
     try:
         main()
     except SystemExit as exc:
-        if _talked_to_a_server() or (_finished_simulating() and exc.code in (0, None)):
+        ended_well = exc.code in (0, None)
+        if _talked_to_a_server() or (ended_well and (_finished_simulating() or _stopped_serving())):
             _exit_at_once(exc.code)
         raise
     except BrokenPipeError:  # pragma: no cover - main handles it; a last line of defence

@@ -44,6 +44,11 @@ def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     return value
 
 
+# Set once the server has stopped cleanly (every query ended, the store committed and
+# closed): the console script then ends without the interpreter's teardown (``main.run``).
+stopped = False
+
+
 @click.command(
     cls=Command,
     epilog=epilog(
@@ -206,4 +211,6 @@ def serve(
             sys.stdout.flush()
 
         asyncio.run(run_server(config, ready))
+    global stopped
+    stopped = True
     click.echo("kingrec: stopped")

@@ -251,3 +251,28 @@ def test_a_simulation_that_fails_ends_through_the_usual_teardown(tmp_path: Path)
     )
     assert result.returncode == 2 and b"is a directory" in result.stderr
     assert not mark.exists()
+
+
+def test_a_server_that_stops_cleanly_skips_the_teardown_with_its_store_whole(
+    tmp_path: Path,
+) -> None:
+    import signal
+
+    import duckdb
+
+    mark, db = tmp_path / "mark", tmp_path / "served.duckdb"
+    args = ["serve", "--port", "0", "--db", str(db), "--grace", "1"]
+    process = subprocess.Popen(
+        [sys.executable, "-I", "-c", _MARK_EXIT_AT_ONCE, str(mark), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert "serving on" in process.stdout.readline()
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert out.strip().endswith("kingrec: stopped") and mark.read_text() == "0"
+    with duckdb.connect(str(db), read_only=True) as store:  # closed whole, opens again
+        assert store.execute("SELECT count(*) FROM matches").fetchone() == (0,)
