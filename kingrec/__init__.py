@@ -121,6 +121,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ loads these
+    from collections.abc import Callable, Mapping
     from typing import Any
 
     from .api import read_records as read_records
@@ -164,17 +165,28 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ lo
     from .store import Store as Store
 
 
-if not TYPE_CHECKING:  # hidden from type checkers, which would take any name as Any
+def _lazy_names(
+    package: str, namespace: dict[str, Any], origins: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` (PEP 562): each name of ``origins`` is
+    loaded from its module (relative to ``package``) when first asked for, then kept in
+    ``namespace`` (the package's globals), so later look-ups skip ``__getattr__``. Here
+    because ``import kingrec`` must load nothing else; ``kingrec.container`` and
+    ``kingrec_service`` use it too."""
 
     def __getattr__(name: str) -> Any:
-        """Load a public name from its module on first use (PEP 562)."""
-        origin = _ORIGINS.get(name)
+        origin = origins.get(name)
         if origin is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(import_module(origin, __name__), name)
-        globals()[name] = value  # later look-ups skip this function
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(import_module(origin, package), name)
+        namespace[name] = value
         return value
 
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *namespace.get("__all__", ())})
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    return __getattr__, __dir__
+
+
+if not TYPE_CHECKING:  # hidden from type checkers, which would take any name as Any
+    __getattr__, __dir__ = _lazy_names(__name__, globals(), _ORIGINS)

@@ -9,7 +9,9 @@ requests into library calls and maps the library's errors to status codes in one
     await server.start()
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kingrec import _lazy_names
 
 if TYPE_CHECKING:
     from .server import (
@@ -37,12 +39,8 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """The server's names, imported when first asked for: a client command that needs only
-    the generated stub (``kingrec_service._pb``) does not pay for the server, its web face
-    and aiohttp at start-up."""
-    if name in __all__:
-        from . import server
-
-        return getattr(server, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The server's names are imported when first asked for: a client command that needs only the
+# generated stub (``kingrec_service._pb``) does not pay for the server, its web face and
+# aiohttp at start-up.
+if not TYPE_CHECKING:  # hidden from type checkers, which would take any name as Any
+    __getattr__, __dir__ = _lazy_names(__name__, globals(), dict.fromkeys(__all__, ".server"))

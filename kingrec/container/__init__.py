@@ -19,8 +19,9 @@ of N bytes, however it is damaged or built to hurt, is read in time linear in N.
 # modules of their own; the public names are all here. The layout is small and loaded at
 # once; the reader and the writer are loaded on first use (PEP 562), so a command that only
 # writes (``kingrec simulate``) never loads the reader, its twins and protobuf.
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .. import _lazy_names
 from .layout import (
     FILE_HEADER_SIZE,
     FORMAT_VERSION,
@@ -88,18 +89,4 @@ __all__ = [
 
 
 if not TYPE_CHECKING:  # hidden from type checkers, which would take any name as Any
-
-    def __getattr__(name: str) -> Any:
-        """Load a reader or writer name from its module on first use (PEP 562)."""
-        origin = _ORIGINS.get(name)
-        if origin is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from importlib import import_module
-
-        value = getattr(import_module(origin, __name__), name)
-        globals()[name] = value  # later look-ups skip this function
-        return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    __getattr__, __dir__ = _lazy_names(__name__, globals(), _ORIGINS)
