@@ -40,6 +40,7 @@ __all__ = [
     "payload_of_record",
     "record_verdicts",
     "stream_verdicts",
+    "vouched_frame",
 ]
 
 Judged = MatchReport | Damage  # what is found at one place of a record file
@@ -148,6 +149,22 @@ def judge_record(record: svc.Record) -> MatchReport:
         raise _damage_error(only)
     assert isinstance(only, MatchReport)
     return only
+
+
+def vouched_frame(record: svc.Record) -> Vouched | None:
+    """The record, when it is one match (a message or a frame's bytes) that the compiled
+    checker vouches for: its report has no findings and needs no making. None for anything
+    else (a file, JSON text, an empty record, a frame too large or not clean, no compiled
+    checker): ``record_verdicts`` judges those."""
+    form = record.WhichOneof("form")
+    payload = None if form is None else _payload(record, form)
+    checker = checker_of()
+    if payload is None or len(payload) > MAX_FRAME_BYTES or checker is None:
+        return None
+    verdict = checker.check(payload)
+    if verdict is None:
+        return None
+    return Vouched(verdict[1].decode("utf-8"), verdict[0], record.name)
 
 
 def _judge_frame(name: str, payload: bytes) -> MatchReport:

@@ -13,18 +13,26 @@ the 4 MiB a client receives by default (``kingrec_service.server.MAX_RESPONSE_BY
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 
 from kingrec.container import FILE_HEADER_SIZE
 from kingrec.errors import LimitError
 from kingrec.findings import Location, MatchReport
+from kingrec.jsonl import clean_report_line
 from kingrec.records import Damage
 from kingrec.v1 import service_pb2 as svc
 
 from .convert import clean_report_bytes, location_bytes, report_bytes, report_json, verdict_into
-from .records import Vouched, record_verdicts, stream_verdicts
+from .records import Vouched, record_verdicts, stream_verdicts, vouched_frame
 from .wire import delimited, varint
 
-__all__ = ["VERDICT_BYTES", "stream_responses", "validate_response", "verdict_bytes"]
+__all__ = [
+    "VERDICT_BYTES",
+    "stream_responses",
+    "validate_response",
+    "verdict_bytes",
+    "vouched_response",
+]
 
 VERDICT_BYTES = 3 << 20  # a response's verdicts at most, leaving room for the rest
 
@@ -37,19 +45,28 @@ _STREAM_VERDICT = b"\x12"  # ValidateStreamResponse.verdicts = 2
 _STREAM_DONE = b"\x18\x01"  # ValidateStreamResponse.done = 3, true
 
 
+def _one_report(report: bytes, line: str) -> bytes:
+    """The answer of a record holding one match: its report (encoded once, sent twice) and
+    its JSON line."""
+    return b"".join(
+        (
+            delimited(_REPORT, report),
+            delimited(_REPORT_JSON, line.encode("utf-8")),
+            delimited(_VERDICT, delimited(_REPORT, report)),
+        )
+    )
+
+
 def validate_response(record: svc.Record) -> bytes:
     """Validate's answer, encoded: the report of a record holding one match, else every
-    verdict."""
+    verdict. A match the compiled checker vouches for (most) is answered from its id and
+    deals alone: no report, no location, no JSON object made."""
+    vouched = vouched_frame(record)
+    if vouched is not None:
+        return vouched_response(vouched)
     items = record_verdicts(record)
     if len(items) == 1 and isinstance(items[0], MatchReport):
-        report = report_bytes(items[0])  # encoded once, sent twice
-        encoded = b"".join(
-            (
-                delimited(_REPORT, report),
-                delimited(_REPORT_JSON, report_json(items[0]).encode("utf-8")),
-                delimited(_VERDICT, delimited(_REPORT, report)),
-            )
-        )
+        encoded = _one_report(report_bytes(items[0]), report_json(items[0]))
     else:
         encoded = b"".join([delimited(_VERDICT, verdict_bytes(item)) for item in items])
     if len(encoded) > VERDICT_BYTES:
@@ -77,6 +94,23 @@ def stream_responses(index: int, records: Sequence[svc.Record]) -> Iterator[byte
         size += len(entry)
     parts.append(_STREAM_DONE)
     yield b"".join(parts)
+
+
+def vouched_response(vouched: Vouched) -> bytes:
+    """Validate's answer for a match the compiled checker vouched for
+    (``records.vouched_frame``): its report, from its id and deals alone."""
+    mid, deals = vouched.match_id, vouched.deals
+    place, encoded = _frame_zero(vouched.name)
+    return _one_report(
+        clean_report_bytes(mid, encoded, deals), clean_report_line(mid, place, deals)
+    )
+
+
+@lru_cache(maxsize=64)  # bounded: the names are the clients'
+def _frame_zero(name: str) -> tuple[Location, bytes]:
+    """Where a record given as one match is, frame 0 of a file ``name``, and encoded."""
+    place = Location(name, 0, FILE_HEADER_SIZE)
+    return place, location_bytes(place)
 
 
 def verdict_bytes(

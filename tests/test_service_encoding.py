@@ -11,6 +11,7 @@ import pytest
 
 from kingrec.container import FILE_HEADER_SIZE, KrecWriter
 from kingrec.findings import Location, MatchReport
+from kingrec.jsonl import clean_report_line, report_line
 from kingrec.records import Damage, read_records
 from kingrec.rules import preset
 from kingrec.simulate import derive_seed, simulate_match
@@ -213,3 +214,47 @@ def test_a_report_with_findings_encodes_as_its_message(tmp_path: Path) -> None:
     (report,) = record_verdicts(svc.Record(match=invalid, name="bad"))
     assert isinstance(report, MatchReport) and report.findings
     assert report_bytes(report) == report_to_proto(report).SerializeToString()
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        Location(),
+        Location("a.jsonl", line=7),
+        Location("f.krec", 0, FILE_HEADER_SIZE),
+        Location('q"uo\\te\u2028d\x85\x00\x1b[2J.krec', 2**32 - 1, 2**64 - 1),
+        Location("şölen/ünlü ♥.krec", 0, FILE_HEADER_SIZE),
+        Location("\ud800 lone", None, 12, 3),
+    ],
+)
+def test_a_clean_report_line_is_the_report_line_byte_for_byte(location: Location) -> None:
+    ids = ["m", "", "ş♥" * 40, 'a"b\\c\n\t\x7f', "sep\u2028\u2029\x85", "x" * 5000]
+    for match_id in ids:
+        for deals in (0, 1, 20, 2**40):
+            report = MatchReport(match_id, location, deals=deals)
+            line = clean_report_line(match_id, location, deals)
+            assert line == report_line(report) == report_json(report)
+            assert line.encode("utf-8", "surrogatepass") == report_json(report).encode(
+                "utf-8", "surrogatepass"
+            )
+
+
+def test_a_record_the_checker_vouches_for_is_answered_without_a_report_being_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kingrec.fastcheck import COMPILED
+
+    if not COMPILED:
+        pytest.skip("the compiled checker is not built")
+    names = ["clean.krec", "", "şölen/ünlü ♥.krec", 'a"\u2028'] * 2  # again: from the cache
+    records = [svc.Record(krec=CLASSIC.SerializeToString(), name=n) for n in names]
+    records.append(svc.Record(match=CLASSIC, name="as a message"))
+    expected = [_reference_response(r).SerializeToString() for r in records]
+
+    def made(*args: object, **kwargs: object) -> object:
+        raise AssertionError("a report was made for a record the checker vouched for")
+
+    for where in ("validating.report_bytes", "validating.report_json", "records.validate_payload"):
+        monkeypatch.setattr(f"kingrec_service.{where}", made)
+    monkeypatch.setattr("kingrec.findings.MatchReport.__init__", made)
+    assert [validate_response(r) for r in records] == expected

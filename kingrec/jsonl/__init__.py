@@ -62,13 +62,21 @@ from ._schema import UNKNOWN_KEY as UNKNOWN_KEY
 from ._text import JsonLimitError
 from .read import loads_match, match_from_dict
 from .stream import JsonLineError, JsonRecord, read_jsonl
-from .write import dumps_match, json_line, match_to_dict, report_line, write_jsonl
+from .write import (
+    clean_report_line,
+    dumps_match,
+    json_line,
+    match_to_dict,
+    report_line,
+    write_jsonl,
+)
 
 __all__ = [
     "JsonLimitError",
     "JsonLineError",
     "JsonRecord",
     "JsonRecordError",
+    "clean_report_line",
     "dumps_match",
     "json_line",
     "loads_match",
