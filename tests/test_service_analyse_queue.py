@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -194,6 +195,27 @@ def test_a_cancelled_call_stops_its_search_and_frees_the_thread_for_the_next(
         (deal,) = served.stub.Analyse(QUICK, timeout=BOUND).deals  # the one thread is free
         assert deal.solved and gate.stopped == [True, False]
         assert _until(lambda: served.server.analyser.in_flight == 0)
+
+
+def test_an_http_par_request_whose_client_goes_away_stops_its_search(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = Gate(hold_until_stopped=True)
+    with _served(db, gate, monkeypatch) as served:
+        port = served.server.http_port
+        assert port is not None
+        path = f"/api/matches/{MATCH.match_id}/par?deal=2&budget_ms=10000"
+        with socket.create_connection(("127.0.0.1", port), timeout=BOUND) as client:
+            client.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+            assert gate.searching.wait(BOUND)  # the search is under way, looking at its stop
+        # the client is gone (its socket closed, no answer read)
+        assert gate.ended.wait(BOUND), "the search went on after its client went away"
+        assert gate.stopped == [True]
+        assert _until(lambda: served.server.analyser.in_flight == 0)
+        gate.hold_until_stopped = False
+        status, body = served.get(f"/api/matches/{MATCH.match_id}/par?deal=1&from_trick=12")
+        assert status == 200 and body["deals"][0]["solved"], body  # the one thread is free
+        assert gate.stopped == [True, False]
 
 
 def test_a_call_past_its_deadline_stops_its_search_and_frees_the_thread(

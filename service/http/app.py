@@ -179,6 +179,10 @@ class HttpSite:
             app,
             handle_signals=False,
             access_log=None,
+            # A client that goes away cancels its handler (aiohttp's "web handler
+            # cancellation"): its par search is stopped, its query interrupted, its stream
+            # left, as a cancelled gRPC call's are, instead of running on for nobody.
+            handler_cancellation=True,
             shutdown_timeout=grace,
             max_line_size=MAX_LINE_BYTES,
             max_field_size=MAX_LINE_BYTES,
