@@ -4,6 +4,8 @@ A par search is CPU work of seconds per deal; an attacker asking for many deals 
 budget would hold a thread for as long as it liked. A call is therefore checked before any
 search runs: at most ``MAX_DEALS`` deals, ``MAX_BUDGET_MS`` per deal and ``MAX_CALL_MS`` for
 the call (deals times the per-deal budget); past a bound it is refused with LIMIT_EXCEEDED.
+What the request alone decides (``check_request``) and the server's cap below are checked
+before its match is read: a refused call costs no store read and decodes no record.
 
 The searches run on the server's ``Analyser``: threads of their own
 (``AnalyseLimits.threads``), never the event loop nor the threads the other calls share
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -42,6 +44,7 @@ __all__ = [
     "WAITING_CALLS",
     "AnalyseLimits",
     "Analyser",
+    "check_request",
 ]
 
 MAX_DEALS = 20
@@ -65,8 +68,40 @@ class AnalyseLimits:
     waiting: int = WAITING_CALLS
 
 
+def check_request(request: svc.AnalyseRequest) -> None:
+    """The bounds a request breaks whatever match it names (its seats, its trick, the deals
+    and budget it asks for): checked before the match is read, so a call refused for its
+    size costs no store read."""
+    seats = request.seats
+    if any(s > 3 for s in seats):
+        raise BadRequestError(f"seat {max(seats)} is not a seat (0..3)")
+    if request.from_trick > 13:
+        raise BadRequestError(f"from_trick {request.from_trick} is past trick 13")
+    _check_size(len(dict.fromkeys(request.deals)), request.budget_ms or DEFAULT_BUDGET_MS)
+
+
+def _check_size(deals: int, budget_ms: int) -> None:
+    if deals > MAX_DEALS:
+        raise AnalysisTooBigError(
+            f"{deals} deals asked for; one call analyses at most {MAX_DEALS} "
+            "(ask for the rest in further calls)"
+        )
+    if budget_ms > MAX_BUDGET_MS:
+        raise AnalysisTooBigError(
+            f"budget_ms {budget_ms} is over the {MAX_BUDGET_MS} ms a deal may use"
+        )
+    if deals * budget_ms > MAX_CALL_MS:
+        raise AnalysisTooBigError(
+            f"{deals} deals of {budget_ms} ms each is over the {MAX_CALL_MS} ms one "
+            "call may search; ask for fewer deals or a smaller budget_ms"
+        )
+
+
 def _tasks(match: pb.Match, request: svc.AnalyseRequest) -> list[DealTask]:
-    """The request's deals as tasks, once the request is within every bound."""
+    """The request's deals of ``match`` as tasks, once the request is within every bound
+    (``check_request``'s, and those of the match: its deals, all of them when none is
+    named)."""
+    check_request(request)
     rules = ruleset_from_proto(match.ruleset)  # RulesetError: the client's input
     count = len(match.deals)
     numbers = list(dict.fromkeys(request.deals)) or list(range(1, count + 1))
@@ -74,25 +109,8 @@ def _tasks(match: pb.Match, request: svc.AnalyseRequest) -> list[DealTask]:
         if not 1 <= number <= count:
             raise BadRequestError(f"deal {number} is not in the match (deals 1..{count})")
     seats = tuple(sorted(set(request.seats))) or (0, 1, 2, 3)
-    if any(s > 3 for s in seats):
-        raise BadRequestError(f"seat {max(seats)} is not a seat (0..3)")
-    if request.from_trick > 13:
-        raise BadRequestError(f"from_trick {request.from_trick} is past trick 13")
     budget_ms = request.budget_ms or DEFAULT_BUDGET_MS
-    if len(numbers) > MAX_DEALS:
-        raise AnalysisTooBigError(
-            f"{len(numbers)} deals asked for; one call analyses at most {MAX_DEALS} "
-            "(ask for the rest in further calls)"
-        )
-    if budget_ms > MAX_BUDGET_MS:
-        raise AnalysisTooBigError(
-            f"budget_ms {budget_ms} is over the {MAX_BUDGET_MS} ms a deal may use"
-        )
-    if len(numbers) * budget_ms > MAX_CALL_MS:
-        raise AnalysisTooBigError(
-            f"{len(numbers)} deals of {budget_ms} ms each is over the {MAX_CALL_MS} ms one "
-            "call may search; ask for fewer deals or a smaller budget_ms"
-        )
+    _check_size(len(numbers), budget_ms)
     from_play = 4 * (max(request.from_trick, 1) - 1)
     return [
         DealTask(
@@ -191,11 +209,20 @@ class Analyser:
         with self._lock:
             self._stops.discard(stop)
 
-    async def analyse(self, match: pb.Match, request: svc.AnalyseRequest) -> svc.AnalyseResponse:
-        """The analysis ``request`` asks for of ``match``, searched on a search thread;
-        ``AnalysisTooBigError`` or ``AnalysisBusyError`` before any search."""
-        tasks = _tasks(match, request)
+    async def analyse(
+        self, request: svc.AnalyseRequest, match_of: Callable[[], Awaitable[pb.Match]]
+    ) -> svc.AnalyseResponse:
+        """The analysis ``request`` asks for of the match ``match_of`` reads, searched on a
+        search thread. The bounds of the request (``AnalysisTooBigError``, BadRequestError)
+        and the server's (``AnalysisBusyError``) are checked before the match is read: a
+        refused call reads no store and decodes no record."""
+        check_request(request)
         stop = self._admit()
+        try:
+            tasks = _tasks(await match_of(), request)
+        except BaseException:  # no such match, a bound of the match, the call gone: free
+            self._give_back(stop)
+            raise
         try:
             work = self._pool.submit(_analyse, tasks, stop)
         except RuntimeError:  # closed between the admission and here

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import grpc
 
 from kingrec.container import MAGIC
+from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 
 from ._pb import service_pb2_grpc
@@ -208,10 +209,16 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         if source is None:
             raise BadRequestError("say what to analyse: a match_id or a record")
         if source == "match_id":
-            match = await get_stored(self._store("analysing a stored match"), request.match_id)
+            store = self._store("analysing a stored match")
+
+            async def match() -> pb.Match:  # read once the call has its place, not before
+                return await get_stored(store, request.match_id)
         else:
-            match = match_of_record(request.record)
-        return await self.analyser.analyse(match, request)
+
+            async def match() -> pb.Match:
+                return match_of_record(request.record)
+
+        return await self.analyser.analyse(request, match)
 
 
 def _listed(index: int, request: svc.ValidateStreamRequest) -> list[Encoded]:

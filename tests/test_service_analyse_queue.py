@@ -178,6 +178,85 @@ def test_a_call_refused_for_its_size_takes_no_place_in_the_queue(
         assert served.stub.Analyse(QUICK, timeout=BOUND).deals[0].solved
 
 
+def _reads(served: Served, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every read the server's store gateway makes from now on (a list that grows)."""
+    gateway = served.server.store
+    assert gateway is not None
+    real = gateway.read
+    reads: list[object] = []
+
+    async def read(work: Callable[[Store], Any]) -> Any:
+        reads.append(work)
+        return await real(work)
+
+    monkeypatch.setattr(gateway, "read", read)
+    return reads
+
+
+def test_a_call_refused_for_want_of_a_place_reads_no_stored_match(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = Gate(hold_start=True)
+    with _served(db, gate, monkeypatch) as served:
+        reads = _reads(served, monkeypatch)
+        analyser = served.server.analyser
+        searching = served.stub.Analyse.future(QUICK)
+        assert _until(lambda: gate.started == [1])
+        waiting = served.stub.Analyse.future(QUICK)
+        assert _until(lambda: analyser.in_flight == 2 and len(reads) == 2)
+        # refused as busy before its match is looked for: not even NOT_FOUND
+        missing = svc.AnalyseRequest(match_id="no-such-match", deals=[1], from_trick=12)
+        for request in (QUICK, missing):
+            with pytest.raises(grpc.RpcError) as refused:
+                served.stub.Analyse(request, timeout=BOUND)
+            assert _status(refused.value)[1] == "ANALYSES_BUSY"
+        status, body = served.get("/api/matches/no-such-match/par?deal=1&from_trick=12")
+        assert (status, body["error"]["code"]) == (429, "ANALYSES_BUSY"), body
+        assert len(reads) == 2  # the three refused calls read nothing
+        gate.opened.set()
+        for call in (searching, waiting):
+            assert call.result(timeout=BOUND).deals[0].solved
+
+
+def test_a_call_refused_for_its_size_reads_no_stored_match(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = Gate()
+    with _served(db, gate, monkeypatch) as served:
+        reads = _reads(served, monkeypatch)
+        too_big = [
+            svc.AnalyseRequest(match_id="no-such-match", deals=[1], budget_ms=10_001),
+            svc.AnalyseRequest(match_id="no-such-match", deals=list(range(1, 22))),
+            svc.AnalyseRequest(match_id="no-such-match", deals=[1, 2, 3], budget_ms=9_000),
+        ]
+        for request in too_big:
+            with pytest.raises(grpc.RpcError) as refused:
+                served.stub.Analyse(request, timeout=BOUND)
+            assert _status(refused.value)[1] == "LIMIT_EXCEEDED"
+        status, body = served.get("/api/matches/no-such-match/par?deal=1&budget_ms=10001")
+        assert (status, body["error"]["code"]) == (429, "LIMIT_EXCEEDED"), body
+        with pytest.raises(grpc.RpcError) as refused:  # a seat that is none: no read either
+            served.stub.Analyse(
+                svc.AnalyseRequest(match_id="no-such-match", seats=[4]), timeout=BOUND
+            )
+        assert _status(refused.value)[0] == grpc.StatusCode.INVALID_ARGUMENT
+        assert reads == [] and gate.started == []
+
+
+def test_a_call_for_a_match_not_stored_gives_its_place_back(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate = Gate()
+    with _served(db, gate, monkeypatch) as served:
+        missing = svc.AnalyseRequest(match_id="no-such-match", deals=[1], from_trick=12)
+        for _ in range(LIMITS.threads + LIMITS.waiting + 1):
+            with pytest.raises(grpc.RpcError) as refused:
+                served.stub.Analyse(missing, timeout=BOUND)
+            assert _status(refused.value)[0] == grpc.StatusCode.NOT_FOUND
+        assert served.server.analyser.in_flight == 0
+        assert served.stub.Analyse(QUICK, timeout=BOUND).deals[0].solved
+
+
 # -- a call that ends first stops its search -------------------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 
 from ..stored import get_stored
@@ -30,8 +31,12 @@ async def get_par(request: web.Request) -> web.Response:
         asked.deals.append(number(q, "deal", 1, 1 << 16, 1))
     if q.get("seat", ""):
         asked.seats.append(number(q, "seat", 0, 3, 0))
-    match = await get_stored(ctx.store("analysing a stored match"), match_id)
-    return ctx.json(message_dict(await ctx.analyser.analyse(match, asked)))
+    store = ctx.store("analysing a stored match")
+
+    async def match() -> pb.Match:  # read once the call has its place, not before
+        return await get_stored(store, match_id)
+
+    return ctx.json(message_dict(await ctx.analyser.analyse(asked, match)))
 
 
 def routes() -> list[web.RouteDef]:
