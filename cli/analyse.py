@@ -36,7 +36,7 @@ from .helptext import Command, epilog
 from .lines import damage_line
 from .matchview import seat_names
 from .places import place
-from .store_analysis import AnalyseOptions, analyse_stored
+from .store_analysis import AnalyseOptions, analyse_stored, deals_past
 from .store_option import store_option
 from .terminal import Terminal, escape
 
@@ -297,10 +297,9 @@ def analyse(
             else:
                 _deal_report(term, where, par, review, budget_ms, budget_nodes)
             bar.update(task_id, advance=1)
-    beyond = sorted(n for n in only if n > longest)
-    if beyond and tally.matches:
-        numbers = ", ".join(str(n) for n in beyond)
-        term.note(f"no match has deal {numbers}: the longest has {longest} deal(s)")
+    past = deals_past(only, longest, "match")
+    if past is not None and tally.matches:
+        term.note(past)
     if as_json:
         term.json({"type": "summary", **tally.to_dict()})
     else:

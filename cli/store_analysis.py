@@ -10,7 +10,7 @@ from .bars import deal_columns
 from .errors import EXIT_OK, EXIT_UNREADABLE, user_errors
 from .terminal import Terminal, escape
 
-__all__ = ["AnalyseOptions", "analyse_stored"]
+__all__ = ["AnalyseOptions", "analyse_stored", "deals_past"]
 
 EXIT_UNSOLVED = 1  # as kingrec analyse on files
 
@@ -26,6 +26,17 @@ class AnalyseOptions:
     jobs: int
     budget_ms: int
     budget_nodes: int
+
+
+def deals_past(asked: frozenset[int], longest: int, matches: str) -> str | None:
+    """What to say of the deal numbers ``asked`` for that no match has (``longest``: the
+    most deals a match analysed has; ``matches``: what they are, "match" or "stored
+    match"), or None when every one is some match's."""
+    beyond = sorted(n for n in asked if n > longest)
+    if not beyond:
+        return None
+    numbers = ", ".join(str(n) for n in beyond)
+    return f"no {matches} has deal {numbers}: the longest has {longest} deal(s)"
 
 
 def analyse_stored(
@@ -72,6 +83,9 @@ def analyse_stored(
             term.json({"type": "error", "code": "RULESET_INVALID", "message": problem})
         else:
             term.error(problem)
+    past = deals_past(options.deals, summary.longest, "stored match")
+    if past is not None and summary.matches:
+        term.note(past)
     if as_json:
         term.json({"type": "summary", "db": where, **summary.to_dict()})
     else:

@@ -250,6 +250,26 @@ def test_analyse_db_refuses_files_unnamed_matches_and_unknown_ids_without_a_trac
         assert store.count("deal_par") == 0
 
 
+def test_analyse_db_says_which_deal_numbers_no_stored_match_has(tmp_path: Path) -> None:
+    db, matches = _filled(tmp_path)
+    longest = max(len(m.deals) for m in matches)
+    asked = ("--deal", str(longest + 9), "--deal", "2", "--deal", str(longest + 1))
+    result = run("analyse", "--db", db, "--all", *asked, "--from-trick", "12", *NO_CLOCK)
+    assert result.returncode == 0, result.stderr
+    assert f"analysed {len(matches)} deal(s) of {len(matches)} stored match(es)" in result.stdout
+    assert (
+        f"kingrec: no stored match has deal {longest + 1}, {longest + 9}: the longest has "
+        f"{longest} deal(s)" in result.stderr
+    )
+    none = run("analyse", "--db", db, "--all", "--deal", str(longest + 1), "--json", *NO_CLOCK)
+    assert none.returncode == 0, none.stderr
+    summary = json.loads(none.stdout.splitlines()[-1])
+    assert (summary["deals"], summary["matches"], summary["longest"]) == (0, 2, longest)
+    assert f"no stored match has deal {longest + 1}:" in none.stderr
+    every = run("analyse", "--db", db, "--all", "--deal", "1", "--from-trick", "12", *NO_CLOCK)
+    assert every.returncode == 0 and "no stored match has" not in every.stderr
+
+
 def test_analyse_db_with_files_names_the_exact_commands_and_they_do_it(tmp_path: Path) -> None:
     _filled(tmp_path)  # games.krec (and a store beside it this test does not use)
     records = tmp_path / "games.krec"

@@ -46,6 +46,7 @@ class AnalysisSummary:
     nodes: int = 0
     skipped: list[str] = field(default_factory=list)  # matches whose ruleset cannot be used
     missing: list[str] = field(default_factory=list)  # match ids asked for but not stored
+    longest: int = 0  # the most deals a match analysed has: a deal number past it is none's
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -90,6 +91,7 @@ def analyse_store(
                 summary.skipped.append(f"match {match.match_id or key}: {exc}")
                 continue
             summary.matches += 1
+            summary.longest = max(summary.longest, len(match.deals))
             for number, deal in enumerate(match.deals, start=1):
                 if deals and number not in deals:
                     continue
