@@ -21,6 +21,7 @@ from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
 
+from . import teardown
 from .errors import Failed, user_errors
 from .terminal import escape
 
@@ -64,10 +65,6 @@ def pace_of(speed: float, delay: int | None, fast: bool) -> svc.Pace:
     return svc.Pace(think_time_factor=speed)
 
 
-# How many channels this process opened: the console script then ends without the
-# interpreter's teardown (see ``kingrec_cli.main.run``).
-channels_opened = 0
-
 # How long a command waits, once its channel is closed, for gRPC's own threads to end.
 THREADS_GRACE_S = 2.0
 
@@ -83,8 +80,7 @@ def connected(server: str, tls_ca: str | None) -> Iterator[KingrecServiceStub]:
     a client that has printed its error and never exits. Closing the channel cancels what
     is still open, so the threads end at once (one blocked reading standard input cannot be
     joined, and holds no lock while it waits)."""
-    global channels_opened
-    channels_opened += 1
+    teardown.needless(teardown.ALWAYS)  # the process then ends without it, whatever happens
     before = set(threading.enumerate())
     if tls_ca is not None:
         credentials = grpc.ssl_channel_credentials(root_certificates=Path(tls_ca).read_bytes())

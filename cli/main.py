@@ -16,6 +16,7 @@ import click
 
 from kingrec import __version__
 
+from . import teardown
 from .errors import (
     EXIT_CLOSED_PIPE,
     EXIT_INTERNAL,
@@ -213,31 +214,9 @@ def _terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated(128 + signum)
 
 
-def _talked_to_a_server() -> bool:
-    client = sys.modules.get("kingrec_cli.client")  # imported only by the commands that do
-    return bool(getattr(client, "channels_opened", 0))
-
-
-def _finished_simulating() -> bool:
-    simulate = sys.modules.get("kingrec_cli.simulate")  # imported only by that command
-    return bool(getattr(simulate, "finished", False))
-
-
-def _stopped_serving() -> bool:
-    serve = sys.modules.get("kingrec_cli.serve")  # imported only by that command
-    return bool(getattr(serve, "stopped", False))
-
-
 def _exit_at_once(code: object) -> None:
-    """End a command once its output is out, skipping the interpreter's teardown.
-
-    For a command that used gRPC: its C core can still be finishing in threads of its own,
-    and finalizing its objects under them has hung a client that had printed its last line
-    (grpc/grpc#40620 and kin); the command itself closed its channels. For a simulation that
-    ended well: its output is complete and closed, and the teardown would only spend CPU
-    (about 15 ms here, a tenth of a short run's) freeing what the process held. For a server
-    that stopped cleanly: every query has ended and the store is committed and closed, and
-    the same gRPC teardown once kept a stopped server from exiting (the SIGTERM test)."""
+    """End a command once its output is out, skipping the interpreter's teardown (the
+    command said it may: ``kingrec_cli.teardown``)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
@@ -250,8 +229,7 @@ def run() -> None:
     try:
         main()
     except SystemExit as exc:
-        ended_well = exc.code in (0, None)
-        if _talked_to_a_server() or (ended_well and (_finished_simulating() or _stopped_serving())):
+        if teardown.skip(ended_well=exc.code in (0, None)):
             _exit_at_once(exc.code)
         raise
     except BrokenPipeError:  # pragma: no cover - main handles it; a last line of defence

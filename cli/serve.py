@@ -18,6 +18,7 @@ from kingrec_service.live import LiveConfig
 from kingrec_service.server import token_problem
 from kingrec_service.storage import QueryLimits
 
+from . import teardown
 from .errors import EXIT_CLOSED_PIPE, EXIT_INTERNAL, EXIT_OK, EXIT_UNREADABLE, user_errors
 from .helptext import Command, epilog
 from .http_address import http_address, http_url
@@ -42,11 +43,6 @@ def _token(ctx: click.Context, param: click.Parameter, value: str | None) -> str
         if problem is not None:
             raise click.BadParameter(problem, ctx=ctx, param=param)
     return value
-
-
-# Set once the server has stopped cleanly (every query ended, the store committed and
-# closed): the console script then ends without the interpreter's teardown (``main.run``).
-stopped = False
 
 
 @click.command(
@@ -211,6 +207,5 @@ def serve(
             sys.stdout.flush()
 
         asyncio.run(run_server(config, ready))
-    global stopped
-    stopped = True
+    teardown.needless(teardown.ON_SUCCESS)  # every query ended, the store closed whole
     click.echo("kingrec: stopped")

@@ -10,6 +10,7 @@ from kingrec.formats import format_for
 from kingrec.rules import PRESETS
 from kingrec.simrun import simulate_to_file, simulate_to_stream
 
+from . import teardown
 from .bars import match_columns
 from .errors import (
     EXIT_CLOSED_PIPE,
@@ -23,11 +24,6 @@ from .helptext import Command, epilog
 from .terminal import Terminal
 
 __all__ = ["simulate"]
-
-# Set once a run has written all it had to and closed its output: there is then nothing for
-# the interpreter's teardown to do (tens of milliseconds of freeing modules), and the
-# console script skips it (``kingrec_cli.main.run``).
-finished = False
 
 EXAMPLES = [
     ("kingrec simulate -o sim.krec", "one classic match"),
@@ -143,5 +139,6 @@ def simulate(
             f"simulated {summary.matches} matches ({summary.deals} deals) in "
             f"{summary.seconds:.2f} s, {summary.deals_per_second:.0f} deals/s"
         )
-    global finished
-    finished = True
+    # All written and the output closed: the teardown would only free what the process
+    # held (tens of milliseconds).
+    teardown.needless(teardown.ON_SUCCESS)

@@ -276,3 +276,17 @@ def test_a_server_that_stops_cleanly_skips_the_teardown_with_its_store_whole(
     assert out.strip().endswith("kingrec: stopped") and mark.read_text() == "0"
     with duckdb.connect(str(db), read_only=True) as store:  # closed whole, opens again
         assert store.execute("SELECT count(*) FROM matches").fetchone() == (0,)
+
+
+def test_the_teardown_is_skipped_as_the_command_said_always_outweighing_on_success(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kingrec_cli import teardown
+
+    monkeypatch.setattr(teardown, "_when", None)
+    assert not teardown.skip(ended_well=True)  # no command said anything: the usual way out
+    teardown.needless(teardown.ON_SUCCESS)
+    assert teardown.skip(ended_well=True) and not teardown.skip(ended_well=False)
+    teardown.needless(teardown.ALWAYS)  # a channel opened, after or before: always
+    teardown.needless(teardown.ON_SUCCESS)
+    assert teardown.skip(ended_well=False) and teardown.skip(ended_well=True)
