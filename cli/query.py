@@ -133,8 +133,10 @@ def _two_stores(ctx: click.Context) -> str:
 
 
 def _run(term: Terminal, fmt: Format, db: str | None, sql: str, limit: int, timeout: float) -> None:
-    with Store.open(db or default_path(), read_only=True) as store:
-        result = store.query(sql, max_rows=limit, timeout_s=timeout)
+    with (
+        Store.open(db or default_path(), read_only=True) as store,
+        store.query(sql, max_rows=limit, timeout_s=timeout) as result,  # closed before the store
+    ):
         names = [name for name, _ in result.columns]
         count = write_rows(term, fmt, names, result.batches())
     if result.truncated:

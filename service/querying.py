@@ -132,13 +132,14 @@ def query_responses(
         stop=stop,
         timeout_error=late,
     )
-    columns = [svc.Column(name=name, type=kind) for name, kind in result.columns]
-    for batch in result.batches():
-        for message in _messages(batch, request.format):
-            if columns:
-                message.columns.extend(columns)
-                columns = []
-            yield message
+    with result:  # ended here, its rows read or not (the call may end first)
+        columns = [svc.Column(name=name, type=kind) for name, kind in result.columns]
+        for batch in result.batches():
+            for message in _messages(batch, request.format):
+                if columns:
+                    message.columns.extend(columns)
+                    columns = []
+                yield message
     yield svc.QueryResponse(columns=columns, truncated=result.truncated)
 
 

@@ -365,6 +365,83 @@ def test_sigterm_interrupts_a_running_query_and_the_server_exits_within_its_grac
     restarted.stop()
 
 
+# The console script without its early exit: a server stopped this way goes through the
+# interpreter's whole teardown, DuckDB's exit hook included.
+_NORMAL_TEARDOWN = """
+import sys
+sys.argv = ["kingrec", *sys.argv[1:]]
+from kingrec_cli.main import main
+main()
+"""
+ROWS_THEN_HOURS = "SELECT i FROM range(1e15::BIGINT) t(i) WHERE i < 20000 OR i = -1"
+
+
+def test_an_interrupted_query_leaves_no_result_open_past_its_end(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kingrec.store import query as store_query
+
+    readers: list[pa.RecordBatchReader] = []
+    limited = store_query._limited
+
+    def kept(reader: pa.RecordBatchReader, *rest: Any) -> Iterator[pa.RecordBatch]:
+        readers.append(reader)  # the DuckDB result the query's rows come from
+        return limited(reader, *rest)
+
+    monkeypatch.setattr(store_query, "_limited", kept)
+    db = tmp_path / "interrupted.duckdb"
+    db.write_bytes(store.read_bytes())
+    limits = QueryLimits(timeout_s=600)
+    with running_server(ServiceConfig(db=str(db), query=limits)) as (server, port):
+        assert server.store is not None
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            call = KingrecServiceStub(channel).Query(svc.QueryRequest(sql=ROWS_THEN_HOURS))
+            assert next(iter(call)).columns  # rows out: the scan goes on for hours
+            call.cancel()  # the call's end interrupts it
+            assert _until(lambda: server.store is not None and server.store.queries_in_flight == 0)
+            assert _rows(KingrecServiceStub(channel), "SELECT 1 AS one") == [{"one": 1}]
+    assert len(readers) == 2
+    for reader in readers:  # each closed by the query itself, not left to the collector
+        with pytest.raises(pa.ArrowInvalid, match="closed"):
+            reader.read_next_batch()
+
+
+def test_a_server_stopped_after_an_interrupted_query_exits_through_the_usual_teardown(
+    store: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "teardown.duckdb"
+    db.write_bytes(store.read_bytes())
+    args = ["serve", "--port", "0", "--db", str(db), "--grace", "2", "--query-timeout", "600"]
+    process = subprocess.Popen(
+        [sys.executable, "-I", "-c", _NORMAL_TEARDOWN, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert "serving on 127.0.0.1:" in line, line
+        port = int(line.split("127.0.0.1:")[1].split()[0])
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = KingrecServiceStub(channel)
+            call = stub.Query(svc.QueryRequest(sql=ROWS_THEN_HOURS))
+            assert next(iter(call)).columns
+            call.cancel()  # interrupted between two batches of its rows
+            with pytest.raises(grpc.RpcError) as late:  # and inside its one batch
+                list(stub.Query(svc.QueryRequest(sql=NEVER), timeout=3.0))
+            assert _status(late.value)[0] == grpc.StatusCode.DEADLINE_EXCEEDED
+            assert _rows(stub, "SELECT 1 AS one") == [{"one": 1}]
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, err
+    assert out.strip().endswith("kingrec: stopped") and "Traceback" not in err, err
+
+
 # -- point 4: slow queries cannot starve the other reads ---------------------------------------
 
 NEVER = "SELECT count(*) FROM range(1e15::BIGINT)"

@@ -564,6 +564,34 @@ def test_a_query_that_never_ends_is_stopped_at_its_time_limit(store_path: str) -
         assert time.monotonic() - began < 10
 
 
+def test_a_query_closed_before_or_amid_its_rows_ends_its_result_and_cursor_at_once(
+    store_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kingrec.store import query as store_query
+
+    readers: list[pa.RecordBatchReader] = []
+    limited = store_query._limited
+
+    def kept(reader: pa.RecordBatchReader, *rest: object) -> object:
+        readers.append(reader)
+        return limited(reader, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store_query, "_limited", kept)
+    with Store.open(store_path, read_only=True) as store:
+        unread = store.query("SELECT * FROM plays")
+        with store.query("SELECT * FROM plays") as amid:
+            assert next(iter(amid.batches())).num_rows > 0
+        unread.close()  # no row read: the query still ends here, not at garbage collection
+        unread.close()  # and closing again does nothing
+        assert list(unread.batches()) == []
+        with store.query("SELECT 1 AS one") as one:  # the store is still there to ask
+            assert [b.to_pylist() for b in one.batches()] == [[{"one": 1}]]
+    assert len(readers) == 3
+    for reader in readers:  # read to its end or not, each result closed with its query
+        with pytest.raises(pa.ArrowInvalid, match="closed"):
+            reader.read_next_batch()
+
+
 def test_list_matches_pages_and_filters(store_path: str) -> None:
     with Store.open(store_path, read_only=True) as store:
         page, token = store.list_matches(limit=4)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,14 +56,30 @@ _FIXED = frozenset(
 
 @dataclass
 class QueryResult:
-    """Column names and DuckDB types, and the rows as Arrow record batches (consume once)."""
+    """Column names and DuckDB types, and the rows as Arrow record batches (consume once).
+
+    The query is over once its rows are read to their end, or at ``close`` (``with`` closes
+    it too): its DuckDB result and its cursor closed, then and there, whether or not any
+    row was read."""
 
     columns: list[tuple[str, str]]
-    _batches: Iterator[pa.RecordBatch] = field(repr=False)
+    _batches: Generator[pa.RecordBatch] = field(repr=False)
     truncated: bool = False  # set once the rows were cut at a limit
+    _end: Callable[[], None] = field(default=lambda: None, repr=False)
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         yield from self._batches
+
+    def close(self) -> None:
+        """End the query now: no more rows (again: nothing more happens)."""
+        self._batches.close()  # rows under way: ended through the generator's own finally
+        self._end()  # none read yet: a generator never started has no finally to run
+
+    def __enter__(self) -> QueryResult:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class QueryStop:
@@ -186,11 +202,20 @@ def run_query(
     except BaseException:
         _end(timer, cursor, stop)
         raise
-    result = QueryResult(columns, iter(()))
-    result._batches = _limited(
-        reader, cursor, timer, stop, result, max_rows, max_bytes, max_row_bytes
-    )
+    ended = threading.Event()
+
+    def end() -> None:  # once, from whichever comes first: the rows' end or close()
+        if not ended.is_set():
+            ended.set()
+            _end(timer, cursor, stop, reader)
+
+    result = QueryResult(columns, _nothing(), _end=end)
+    result._batches = _limited(reader, end, stop, result, max_rows, max_bytes, max_row_bytes)
     return result
+
+
+def _nothing() -> Generator[pa.RecordBatch]:
+    yield from ()
 
 
 def _error(exc: duckdb.Error, stop: QueryStop, max_row_bytes: int | None) -> KingrecError:
@@ -244,10 +269,24 @@ def _capped(text: str, types: list[Any], columns: list[tuple[str, str]], max_row
     )
 
 
-def _end(timer: threading.Timer, cursor: duckdb.DuckDBPyConnection, stop: QueryStop) -> None:
-    """The query is over: no interrupt any more, its transaction rolled back, its cursor
-    closed."""
+def _end(
+    timer: threading.Timer,
+    cursor: duckdb.DuckDBPyConnection,
+    stop: QueryStop,
+    reader: pa.RecordBatchReader | None = None,
+) -> None:
+    """The query is over: its result closed, no interrupt any more, its transaction rolled
+    back, its cursor closed.
+
+    The result first, and here: left to the garbage collector, the DuckDB result of an
+    interrupted query can outlive its connection (the error raised from ``_limited`` keeps
+    its frame, and the reader in it, alive in a cycle through ``QueryStop.reason``), and
+    DuckDB's exit hook has then been seen waiting for ever on that result's cancelled
+    tasks (``Result::EndIfRunning``)."""
     timer.cancel()
+    if reader is not None:
+        with contextlib.suppress(duckdb.Error, pa.ArrowException, OSError):
+            reader.close()
     stop._attach(None)
     with contextlib.suppress(duckdb.Error):
         cursor.execute("ROLLBACK").fetchall()
@@ -256,14 +295,13 @@ def _end(timer: threading.Timer, cursor: duckdb.DuckDBPyConnection, stop: QueryS
 
 def _limited(
     reader: pa.RecordBatchReader,
-    cursor: duckdb.DuckDBPyConnection,
-    timer: threading.Timer,
+    end: Callable[[], None],
     stop: QueryStop,
     result: QueryResult,
     max_rows: int,
     max_bytes: int,
     max_row_bytes: int | None,
-) -> Iterator[pa.RecordBatch]:
+) -> Generator[pa.RecordBatch]:
     rows = size = 0
     try:
         while True:
@@ -294,7 +332,7 @@ def _limited(
             if result.truncated:
                 return
     finally:
-        _end(timer, cursor, stop)
+        end()
 
 
 def json_rows(batch: pa.RecordBatch) -> Iterator[str]:

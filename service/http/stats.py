@@ -36,8 +36,10 @@ def stat_answer(
     store: Store, name: str, timeout_s: float, stop: QueryStop | None = None
 ) -> dict[str, Any]:
     """The question ``name`` and its answer, run on ``store``."""
-    result = run_stat(store, name, timeout_s=timeout_s, stop=stop)
-    rows = [[json_value(v) for v in row] for batch in result.batches() for row in rows_of(batch)]
+    with run_stat(store, name, timeout_s=timeout_s, stop=stop) as result:
+        rows = [
+            [json_value(v) for v in row] for batch in result.batches() for row in rows_of(batch)
+        ]
     return _question(STATS[name]) | {
         "columns": [[column, kind] for column, kind in result.columns],
         "rows": rows,
