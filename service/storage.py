@@ -254,9 +254,20 @@ class StoreGateway:
                 reader.close()
 
         try:
-            return await _run_in(self._queries, run)
-        finally:
+            future = self._queries.submit(run)
+        except RuntimeError:  # "cannot schedule new futures after shutdown"
             self.release(stop)
+            raise ShuttingDownError("the server is shutting down") from None
+        # The place is given back when the query is over, not when its caller is: a caller
+        # that goes away (an HTTP client that disconnects) cannot leave a query running
+        # outside the bound.
+        future.add_done_callback(lambda _: self.release(stop))
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            stop.stop(KingrecError("the query's caller went away"))  # interrupted, no one hears
+            future.cancel()  # and if it still waits for a thread, it never runs
+            raise
 
     def release(self, stop: QueryStop) -> None:
         with self._admit_lock:

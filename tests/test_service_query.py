@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -532,6 +533,41 @@ def test_the_web_statistics_are_queries_too_and_never_take_the_readers(
             for call, _ in slow:
                 call.cancel()
             assert _until(lambda: gateway.queries_in_flight == 0)
+
+
+def test_a_web_statistic_whose_client_goes_away_is_interrupted_and_holds_its_place_until_then(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kingrec.store import Store
+    from kingrec_service.http import stats as http_stats
+
+    ended = threading.Event()
+
+    def never_answered(store: Store, name: str, timeout_s: float, stop: Any = None) -> Any:
+        try:  # the question, made one that runs for hours unless it is interrupted
+            with store.query(NEVER, timeout_s=600, stop=stop) as result:
+                return list(result.batches())
+        finally:
+            ended.set()
+
+    monkeypatch.setattr(http_stats, "stat_answer", never_answered)
+    db = tmp_path / "gone-web.duckdb"
+    db.write_bytes(store.read_bytes())
+    limits = QueryLimits(timeout_s=600, threads=1, in_flight=1)
+    config = ServiceConfig(db=str(db), query=limits, http_host="127.0.0.1")
+    with running_server(config) as (server, _):
+        gateway = server.store
+        assert gateway is not None and server.http_port is not None
+        with socket.create_connection(("127.0.0.1", server.http_port), timeout=60) as client:
+            client.sendall(b"GET /api/stats/contracts HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert _until(lambda: gateway.queries_in_flight == 1)
+        # the client is gone: its query is interrupted, and only then is its place free
+        assert ended.wait(60), "the query ran on after its client went away"
+        assert _until(lambda: gateway.queries_in_flight == 0)
+        monkeypatch.undo()
+        web = f"http://127.0.0.1:{server.http_port}"
+        answer = json.loads(urllib.request.urlopen(web + "/api/stats/contracts", timeout=60).read())
+        assert answer["rows"]  # the one place and the one thread are free again
 
 
 def test_a_query_s_time_limit_counts_from_its_arrival_not_from_when_it_got_a_thread(
