@@ -69,10 +69,16 @@ def validate_response(record: svc.Record) -> bytes:
         encoded = _one_report(report_bytes(items[0]), report_json(items[0]))
     else:
         encoded = b"".join([delimited(_VERDICT, verdict_bytes(item)) for item in items])
+    return _fitting(encoded, len(items), record.name)
+
+
+def _fitting(encoded: bytes, items: int, name: str) -> bytes:
+    """``encoded``, unless it is over ``VERDICT_BYTES`` (a huge name or id, sent three times in
+    a report's answer, or a file of many verdicts): ``LimitError``."""
     if len(encoded) > VERDICT_BYTES:
         raise LimitError(
-            f"the verdicts of the {len(items)} records and damaged stretches of "
-            f"{record.name or 'the file'} do not fit in one response ({VERDICT_BYTES} "
+            f"the verdicts of the {items} records and damaged stretches of "
+            f"{name or 'the file'} do not fit in one response ({VERDICT_BYTES} "
             "bytes); send the file in pieces through ValidateStream"
         )
     return encoded
@@ -99,18 +105,24 @@ def stream_responses(index: int, records: Sequence[svc.Record]) -> Iterator[byte
 def vouched_response(vouched: Vouched) -> bytes:
     """Validate's answer for a match the compiled checker vouched for
     (``records.vouched_frame``): its report, from its id and deals alone."""
-    mid, deals = vouched.match_id, vouched.deals
-    place, encoded = _frame_zero(vouched.name)
-    return _one_report(
+    mid, deals, name = vouched.match_id, vouched.deals, vouched.name
+    place, encoded = _frame_zero(name) if len(name) <= CACHED_NAME else _place(name)
+    answer = _one_report(
         clean_report_bytes(mid, encoded, deals), clean_report_line(mid, place, deals)
     )
+    return _fitting(answer, 1, name)
 
 
-@lru_cache(maxsize=64)  # bounded: the names are the clients'
-def _frame_zero(name: str) -> tuple[Location, bytes]:
+CACHED_NAME = 256  # names kept encoded at most this long: the cache's size stays small
+
+
+def _place(name: str) -> tuple[Location, bytes]:
     """Where a record given as one match is, frame 0 of a file ``name``, and encoded."""
     place = Location(name, 0, FILE_HEADER_SIZE)
     return place, location_bytes(place)
+
+
+_frame_zero = lru_cache(maxsize=64)(_place)  # a client names its records alike, call on call
 
 
 def verdict_bytes(

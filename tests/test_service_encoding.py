@@ -258,3 +258,35 @@ def test_a_record_the_checker_vouches_for_is_answered_without_a_report_being_mad
         monkeypatch.setattr(f"kingrec_service.{where}", made)
     monkeypatch.setattr("kingrec.findings.MatchReport.__init__", made)
     assert [validate_response(r) for r in records] == expected
+
+
+def test_a_vouched_record_whose_answer_is_over_the_limit_is_refused_as_the_reference_refuses_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kingrec.errors import LimitError
+    from kingrec_service.validating import VERDICT_BYTES
+
+    huge = svc.Record(krec=CLASSIC.SerializeToString(), name="n" * (VERDICT_BYTES // 3 + 1))
+    with pytest.raises(LimitError) as vouched:
+        validate_response(huge)
+    monkeypatch.setattr("kingrec_service.records.checker_of", lambda: None)
+    with pytest.raises(LimitError) as judged:  # the reference's report, the same refusal
+        validate_response(huge)
+    assert str(vouched.value) == str(judged.value) and "ValidateStream" in str(judged.value)
+
+
+def test_the_places_kept_encoded_are_only_short_names() -> None:
+    from kingrec.fastcheck import COMPILED
+    from kingrec.jsonl import write
+    from kingrec_service import validating
+
+    if not COMPILED:
+        pytest.skip("the compiled checker is not built")
+    validating._frame_zero.cache_clear()
+    write._clean_place.cache_clear()
+    long_name = "ş" * 100_000
+    records = [svc.Record(krec=CLASSIC.SerializeToString(), name=n) for n in ("a", long_name)]
+    expected = [_reference_response(r).SerializeToString() for r in records]
+    assert [validate_response(r) for r in records * 2] == expected * 2
+    assert validating._frame_zero.cache_info().currsize == 1  # "a" only
+    assert write._clean_place.cache_info().currsize == 1

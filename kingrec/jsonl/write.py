@@ -72,11 +72,16 @@ def clean_report_line(match_id: str, location: Location, deals: int) -> str:
     findings, byte for byte, without making the report or its object (the service answers
     every clean Validate with one): the strings through the same encoder, the keys in the
     order ``MatchReport.to_dict`` gives them."""
-    mid, place = _UTF8.encode(match_id), _clean_place(location)
+    short = len(location.file) <= _CACHED_FILE
+    mid = _UTF8.encode(match_id)
+    place = _clean_place(location) if short else _clean_place.__wrapped__(location)
     text = f'{{"type":"match","match_id":{mid},{place}{deals:d},"findings":[]}}'
     if not text.isascii():  # as json_line escapes it
         text = _RAW_UNSAFE.sub(_escape_char, text)
     return text
+
+
+_CACHED_FILE = 256  # places kept at most this long: the cache's size stays small
 
 
 @lru_cache(maxsize=64)  # a few names at a time: the records' files, the service's clients'
