@@ -1,15 +1,19 @@
 """How a store lays its rows down in the DuckDB file: the compression each appended column
-is given, and checkpoints that write what the log holds without rewriting what is stored."""
+is given, checkpoints that write what the log holds without rewriting what is stored, and
+tables handed to DuckDB in row-group pieces (appended by all its threads)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pytest
 
 from kingrec.rules import preset
 from kingrec.simulate import simulate_match
-from kingrec.store import Store
+from kingrec.store import Store, columns
+from kingrec.store.columns import ROW_GROUP_ROWS, in_row_groups
 
 # column -> the compression DuckDB reports for its data segments (pragma_storage_info)
 _CHOSEN = {
@@ -88,3 +92,43 @@ def test_a_checkpoint_writes_the_new_rows_and_leaves_the_row_groups_stored_befor
         assert store.con.execute("SELECT count(DISTINCT match_key) FROM deals").fetchall() == [
             (20,)
         ]
+
+
+def test_a_big_table_goes_to_duckdb_in_row_groups_sliced_not_copied() -> None:
+    column = pa.array(range(300_000), pa.uint64())
+    table = pa.table({"play_code": column})
+    pieces = in_row_groups(table)
+    assert [len(c) for c in pieces.column(0).chunks] == [ROW_GROUP_ROWS, ROW_GROUP_ROWS, 54_240]
+    assert pieces.equals(table)
+    start = column.buffers()[1].address
+    for n, chunk in enumerate(pieces.column(0).chunks):  # views of the one buffer
+        assert chunk.buffers()[1].address == start
+        assert chunk.offset == n * ROW_GROUP_ROWS
+    small = pa.table({"play_code": pa.array(range(10), pa.uint64())})
+    assert in_row_groups(small) is small
+
+
+def test_an_ingest_appending_tables_in_pieces_stores_the_same_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    matches = [simulate_match(preset("classic"), seed) for seed in range(6)]
+    views = {
+        "plays": "match_key, deal, play",
+        "tricks": "match_key, deal, trick",
+        "deals": "match_key, deal",
+        "records": "match_key",
+        "players": "match_key, seat",
+    }
+
+    def stored(db: Path) -> dict[str, list[tuple[object, ...]]]:
+        with Store.open(str(db)) as store:
+            store.ingest_matches(matches, source="m")
+            return {
+                view: store.con.execute(f"SELECT * FROM {view} ORDER BY {order}").fetchall()
+                for view, order in views.items()
+            }
+
+    whole = stored(tmp_path / "whole.duckdb")
+    monkeypatch.setattr(columns, "ROW_GROUP_ROWS", 7)  # every table in many pieces
+    assert stored(tmp_path / "pieces.duckdb") == whole
+    assert len(whole["plays"]) > 7 * 20
