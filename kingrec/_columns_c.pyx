@@ -38,18 +38,85 @@ cdef struct Buf:
     Py_ssize_t cap
 
 
+# A column's block: from Python's allocator while small, and once it is HUGE bytes or more
+# (a classic batch's play codes are ~50 MB, its record pieces ~30 MB) mapped from the kernel
+# and advised into transparent huge pages, so the kernel faults it in 2 MB at a time, not
+# 4 KB: a fault costs more than the zeroing of its page (measured below). Capacities are
+# powers of two from 64 KB, so the kind of a block follows from its capacity alone.
+cdef extern from *:
+    """
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #define KR_HUGE ((Py_ssize_t)1 << 21)
+    static char* kr_map(Py_ssize_t n) {
+        void* p = mmap(NULL, (size_t)n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (p == MAP_FAILED) return NULL;
+        (void)madvise(p, (size_t)n, MADV_HUGEPAGE);  /* advice only: may be refused */
+        return (char*)p;
+    }
+    static char* kr_remap(char* p, Py_ssize_t old, Py_ssize_t n) {
+        void* q = mremap(p, (size_t)old, (size_t)n, MREMAP_MAYMOVE);
+        if (q == MAP_FAILED) return NULL;
+        (void)madvise(q, (size_t)n, MADV_HUGEPAGE);
+        return (char*)q;
+    }
+    static void kr_unmap(char* p, Py_ssize_t n) { (void)munmap(p, (size_t)n); }
+    #else
+    #define KR_HUGE PY_SSIZE_T_MAX  /* elsewhere every block is Python's allocator's */
+    static char* kr_map(Py_ssize_t n) { (void)n; return NULL; }
+    static char* kr_remap(char* p, Py_ssize_t old, Py_ssize_t n) {
+        (void)p; (void)old; (void)n; return NULL; }
+    static void kr_unmap(char* p, Py_ssize_t n) { (void)p; (void)n; }
+    #endif
+    """
+    const Py_ssize_t HUGE "KR_HUGE"
+    char* kr_map(Py_ssize_t n) noexcept nogil
+    char* kr_remap(char* p, Py_ssize_t old, Py_ssize_t n) noexcept nogil
+    void kr_unmap(char* p, Py_ssize_t n) noexcept nogil
+
+
+cdef char* block_new(Py_ssize_t cap) except NULL:
+    cdef char* p = kr_map(cap) if cap >= HUGE else <char*>PyMem_Malloc(cap)
+    if p == NULL:
+        raise MemoryError()
+    return p
+
+
+cdef char* block_resized(char* p, Py_ssize_t cap, Py_ssize_t new_cap) except NULL:
+    """The block ``p`` of ``cap`` bytes (NULL: none yet) grown to ``new_cap``, its bytes kept."""
+    cdef char* q
+    if new_cap < HUGE:
+        q = <char*>PyMem_Realloc(p, new_cap)
+    elif cap >= HUGE:
+        q = kr_remap(p, cap, new_cap)
+    else:  # crossing into mapped blocks: its bytes moved over once
+        q = kr_map(new_cap)
+        if q != NULL and p != NULL:
+            memcpy(q, p, cap)
+            PyMem_Free(p)
+    if q == NULL:
+        raise MemoryError()
+    return q
+
+
+cdef void block_free(char* p, Py_ssize_t cap) noexcept:
+    if p == NULL:
+        return
+    if cap >= HUGE:
+        kr_unmap(p, cap)
+    else:
+        PyMem_Free(p)
+
+
 cdef int grow(Buf* b, Py_ssize_t more) except -1:
     cdef Py_ssize_t cap
-    cdef char* p
     if b.n + more <= b.cap:
         return 0
     cap = b.cap * 2 if b.cap else 1 << 16
     while cap < b.n + more:
         cap *= 2
-    p = <char*>PyMem_Realloc(b.p, cap)
-    if p == NULL:
-        raise MemoryError()
-    b.p = p
+    b.p = block_resized(b.p, b.cap, cap)
     b.cap = cap
     return 0
 
@@ -72,7 +139,6 @@ cdef char* _fresh(Py_ssize_t* cap) except NULL:
     global _spare_total
     cdef Py_ssize_t best = -1
     cdef Py_ssize_t i, size
-    cdef char* p
     for i in range(len(_spare)):
         size = _spare[i][0]
         if cap[0] <= size <= 2 * cap[0] and (best < 0 or size < _spare[best][0]):
@@ -82,10 +148,7 @@ cdef char* _fresh(Py_ssize_t* cap) except NULL:
         _spare_total -= size
         cap[0] = size
         return <char*><size_t>address
-    p = <char*>PyMem_Malloc(cap[0])
-    if p == NULL:
-        raise MemoryError()
-    return p
+    return block_new(cap[0])
 
 
 cdef class Column:
@@ -110,7 +173,7 @@ cdef class Column:
             _spare.append((self.cap, <size_t>self.p))
             _spare_total += self.cap
         else:
-            PyMem_Free(self.p)
+            block_free(self.p, self.cap)
 
 
 cdef Column hand_over(Buf* b):
@@ -295,12 +358,12 @@ cdef class ColumnBuilder:
     def __dealloc__(self):
         cdef int i
         for i in range(NFIXED):
-            PyMem_Free(self.fixed[i].p)
+            block_free(self.fixed[i].p, self.fixed[i].cap)
         for i in range(NSTRINGS):
-            PyMem_Free(self.offsets[i].p)
-            PyMem_Free(self.data[i].p)
-        PyMem_Free(self.piece_offsets.p)
-        PyMem_Free(self.pieces.p)
+            block_free(self.offsets[i].p, self.offsets[i].cap)
+            block_free(self.data[i].p, self.data[i].cap)
+        block_free(self.piece_offsets.p, self.piece_offsets.cap)
+        block_free(self.pieces.p, self.pieces.cap)
 
     cdef int _start_strings(self) except -1:
         cdef int i
