@@ -519,7 +519,10 @@ cdef class ColumnBuilder:
         cdef bint hands_ok = d.nhands == 52, playable
         cdef int64_t scores[4]
         cdef uint32_t think[104]
-        cdef Py_ssize_t nthink = 0, first_row = 0, index, consumed = 0
+        cdef Py_ssize_t nthink = 0, first = 0, index, consumed = 0, nout = 0
+        cdef uint64_t* out
+        cdef uint64_t open_trick
+        cdef Fact fcard, fseat, fplay, flegal, fauto, fbroke, fthink
         cdef Py_ssize_t plays_before = self.rows[4], tricks_before = self.rows[3]
         cdef const uchar* q
         cdef int ended, end_trick
@@ -565,29 +568,38 @@ cdef class ColumnBuilder:
             grow(&self.fixed[Y_PLAY_CODE], 8 * 53)
             for i in range(T_DEAL_CODE, T_POINTS + 1):
                 grow(&self.fixed[i], 8 * 13)
+            # The deal's play codes go straight into the column (room made above), counted in
+            # locals: through the builder, every write to the column's bytes made the C
+            # compiler load the counters and the packing facts again.
+            out = <uint64_t*>(self.fixed[Y_PLAY_CODE].p + self.fixed[Y_PLAY_CODE].n)
+            fcard, fseat, fplay, flegal = F_CARD, F_SEAT, F_PLAY, F_LEGAL
+            fauto, fbroke, fthink = F_AUTO, F_BROKE, F_THINK
+            open_trick = put(F_TOOK, 7)  # took: 7 until the trick closes (_trick)
             for index in range(d.nplays):
                 card = d.plays[index]
                 seat = core.to_play(&state)
                 position = state.ntrick
                 trick_no = state.ntricks + 1
                 if position == 0:
-                    first_row = self.rows[4]
+                    first = nout
                 code = core.deal_step(&state, card, index == <Py_ssize_t>d.revoke_play and d.has_revoke, &legal)
                 if card < 52:
                     cards[position] = card
-                    # took: 7 until the trick closes (_trick); think: think_ms + 1, 0 = none
-                    u64(&self.fixed[Y_PLAY_CODE],
-                        put(F_CARD, <uint64_t>card) | put(F_SEAT, <uint64_t>seat)
-                        | put(F_PLAY, <uint64_t>index)
-                        | put(F_LEGAL, <uint64_t>core.popcount(legal))
-                        | put(F_TOOK, 7) | put(F_AUTO, autos[index]) | put(F_BROKE, <uint64_t>code)
-                        | put(F_THINK, <uint64_t>think[index] + 1 if index < nthink else 0))
-                    self.rows[4] += 1
+                    # think: think_ms + 1, 0 = none
+                    out[nout] = (
+                        put(fcard, <uint64_t>card) | put(fseat, <uint64_t>seat)
+                        | put(fplay, <uint64_t>index)
+                        | put(flegal, <uint64_t>core.popcount(legal))
+                        | open_trick | put(fauto, autos[index]) | put(fbroke, <uint64_t>code)
+                        | put(fthink, <uint64_t>think[index] + 1 if index < nthink else 0))
+                    nout += 1
                 if state.ntricks == trick_no:  # the trick closed
                     self._trick(&state, deal_code, trick_no, cards, contract,
-                                r.unit[contract], first_row)
+                                r.unit[contract], out + first)
                 if state.end != core.END_PLAYING:
                     break
+            self.fixed[Y_PLAY_CODE].n += 8 * nout
+            self.rows[4] += nout
             # the deal's runs of deal_code (none for a deal without rows: runs are not empty)
             _run(&self.fixed[Y_DEAL_CODE], &self.fixed[Y_DEAL_END], deal_code,
                  self.rows[4], plays_before)
@@ -632,16 +644,14 @@ cdef class ColumnBuilder:
         return 0
 
     cdef int _trick(self, DealState* state, uint64_t deal_code, int trick_no,
-                    int* cards, int contract, int64_t unit, Py_ssize_t first_row) except -1:
+                    int* cards, int contract, int64_t unit, uint64_t* plays) except -1:
         cdef int winner = state.winners[trick_no - 1]
         cdef int units = core.trick_units(cards, 4, trick_no - 1, contract)
         cdef int leader = (winner - core.trick_winner(cards, 4, state.trump)) & 3
-        cdef uint64_t* plays = <uint64_t*>self.fixed[Y_PLAY_CODE].p
         cdef uint64_t four = 0
-        cdef Py_ssize_t row
         cdef int i
-        for row in range(first_row, first_row + 4):  # the trick's plays: who took them
-            plays[row] = (plays[row] & ~put(F_TOOK, 7)) | put(F_TOOK, <uint64_t>winner)
+        for i in range(4):  # the trick's plays (``plays`` is its first): who took them
+            plays[i] = (plays[i] & ~put(F_TOOK, 7)) | put(F_TOOK, <uint64_t>winner)
         for i in range(4):
             four |= <uint64_t>cards[i] << (6 * i)
         u64(&self.fixed[T_TRICK_CODE],
