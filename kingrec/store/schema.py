@@ -96,7 +96,7 @@ def _enum_at(enum: str, index: str) -> str:
 # took 6.3-8.8 bytes a value and DuckDB's bitpacking (its analysis and packing of each
 # group) was over a third of an ingest's DuckDB time; kept as they are they take 8 bytes
 # and cost a plain copy. Measured per row appended, on 2 M classic deals (CPU): plays 46 ns
-# bitpacked, 27 ns uncompressed; tricks 90, 53; deals 810, 570; the file 18% bigger.
+# bitpacked, 27 ns uncompressed; tricks 90, 53; deals 810, 570; the file 17% bigger.
 # Small numbers that vary (keys, deal numbers, scores, points) are bitpacked; the one-byte
 # facts are kept as bytes (bitpacking one byte saves a few bits for a pass over it).
 _RUNS = "UBIGINT USING COMPRESSION rle"
