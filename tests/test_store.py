@@ -107,6 +107,34 @@ def test_the_compiled_and_python_builders_give_identical_tables() -> None:
     assert fast["plays"].num_rows > 10_000
 
 
+@pytest.mark.skipif(_twins.COMPILED is None, reason="the compiled twins are not built")
+def test_columns_of_many_megabytes_in_mapped_huge_page_blocks_keep_every_byte() -> None:
+    # Past 2 MB a compiled column moves into a block mapped from the kernel (huge pages), is
+    # grown by remapping and, once its table is let go of, kept for the next batch. 400
+    # classic matches make ~390,000 plays (3 MB of play codes): built in one batch, twice
+    # over the same blocks, they are the rows of the same matches built 40 at a time (each
+    # column under 2 MB, as the other tests build them).
+    assert _twins.COMPILED is not None
+    payloads = [simulate_match(preset("classic"), s).SerializeToString() for s in range(400)]
+    small = _twins.COMPILED.columns.ColumnBuilder(_core_params)
+    parts = []
+    for first in range(0, len(payloads), 40):
+        for key in range(first, first + 40):
+            small.add(payloads[key], key + 1)
+        parts.append(arrow_tables(small.take()))
+    want = {table: pa.concat_tables([part[table] for part in parts]) for table in parts[0]}
+    big = _twins.COMPILED.columns.ColumnBuilder(_core_params)
+    for _ in range(2):  # the second batch in the blocks the first one's tables let go of
+        for key, payload in enumerate(payloads, 1):
+            assert big.add(payload, key) >= 0
+        got = arrow_tables(big.take())
+        assert got["plays"].column("play_code").nbytes > 2 << 20
+        for table in want:
+            assert got[table].equals(want[table]), table
+        del got
+        gc.collect()
+
+
 def test_the_deal_code_of_plays_and_tricks_comes_once_per_deal_and_goes_in_run_end_encoded(
     twins: _twins.Twins,
 ) -> None:

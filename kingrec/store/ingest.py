@@ -26,7 +26,7 @@ from ..fastcheck import _core_params, checker_of, judge_payload
 from ..findings import Finding, Location, MatchReport, Severity
 from ..records import Damage
 from ..v1 import record_pb2 as pb
-from .columns import INSERTS, arrow_tables
+from .columns import INSERTS, arrow_tables, in_row_groups
 from .rows import ColumnBuilder as PythonColumnBuilder
 
 __all__ = [
@@ -388,7 +388,7 @@ def _batch_tables(
             ):  # fmt: skip
                 findings[name].append(value)
     batches = {
-        **{f"batch_{name}": table for name, table in tables.items()},
+        **{f"batch_{name}": in_row_groups(table) for name, table in tables.items()},
         "batch_extra": pa.table({n: pa.array(v, _EXTRA[n]) for n, v in extra.items()}),
         "batch_rulesets": _rulesets_table(rulesets),
         "batch_findings": pa.table({n: pa.array(v, _FINDINGS[n]) for n, v in findings.items()}),

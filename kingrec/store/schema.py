@@ -89,11 +89,27 @@ def _enum_at(enum: str, index: str) -> str:
     return f"([{values}]::{enum}[])[CAST({index} AS UTINYINT)]"
 
 
-# The compression of the packed columns is chosen, not left to DuckDB's analysis of every
-# method (measured: a fifth of their append cost): a deal_code repeats for every play of a
-# deal (runs), the other codes are small numbers of a few dozen bits.
-_DEAL_CODE = "UBIGINT USING COMPRESSION rle"
-_CODE = "UBIGINT USING COMPRESSION bitpacking"
+# The compression of the columns an ingest appends most of is chosen, not left to DuckDB's
+# analysis of every method at each flush and checkpoint (measured: a fifth of their append
+# cost). A deal_code repeats for every play (trick) of a deal: runs. play_code, trick_code
+# and the hands are dense codes of 40-62 bits (think times, 52-card sets): bitpacked they
+# took 6.3-8.8 bytes a value and DuckDB's bitpacking (its analysis and packing of each
+# group) was over a third of an ingest's DuckDB time; kept as they are they take 8 bytes
+# and cost a plain copy. Measured per row appended, on 2 M classic deals (CPU): plays 46 ns
+# bitpacked, 27 ns uncompressed; tricks 90, 53; deals 810, 570; the file 17% bigger.
+# Small numbers that vary (keys, deal numbers, scores, points) are bitpacked; the one-byte
+# facts are kept as bytes (bitpacking one byte saves a few bits for a pass over it).
+_RUNS = "UBIGINT USING COMPRESSION rle"
+_DENSE = "UBIGINT USING COMPRESSION uncompressed"
+
+
+def _packed(kind: str) -> str:
+    return f"{kind} USING COMPRESSION bitpacking"
+
+
+def _plain(kind: str) -> str:
+    return f"{kind} USING COMPRESSION uncompressed"
+
 
 # table -> [(column, type, comment)]
 TABLES: dict[str, list[tuple[str, str, str]]] = {
@@ -190,46 +206,50 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("seat_name", "VARCHAR", "e.g. North, informational"),
     ],
     "deals_base": [
-        ("match_key", "UBIGINT", "the match"),
-        ("deal", "USMALLINT", "1-based position in the match"),
-        ("contract", "contract", "NULL when the record names no known contract"),
-        ("declarer", "UTINYINT", "the seat that chose the contract and led"),
-        ("dealer", "UTINYINT", "the seat that dealt, when recorded"),
-        ("trump", "suit", "the trump suit the deal was played with (koz only)"),
+        ("match_key", _packed("UBIGINT"), "the match"),
+        ("deal", _packed("USMALLINT"), "1-based position in the match"),
+        ("contract", _plain("contract"), "NULL when the record names no known contract"),
+        ("declarer", _plain("UTINYINT"), "the seat that chose the contract and led"),
+        ("dealer", _plain("UTINYINT"), "the seat that dealt, when recorded"),
+        ("trump", _plain("suit"), "the trump suit the deal was played with (koz only)"),
         (
             "playable",
-            "BOOLEAN",
+            _plain("BOOLEAN"),
             "the deal could be replayed (a whole deck, a seat, a contract, trumps for koz)",
         ),
-        ("tricks", "UTINYINT", "complete tricks played"),
-        ("plays", "UTINYINT", "cards played that belong to the deal"),
-        ("plays_after_end", "USMALLINT", "cards recorded after the deal ended (a finding)"),
-        ("ended", "deal_end", "how the deal ended"),
-        ("end_trick", "UTINYINT", "the trick it ended on"),
-        ("revoker", "UTINYINT", "the seat of a penalized revoke"),
-        ("score_0", "INTEGER", "seat 0's points in this deal"),
-        ("score_1", "INTEGER", "seat 1's points"),
-        ("score_2", "INTEGER", "seat 2's points"),
-        ("score_3", "INTEGER", "seat 3's points"),
+        ("tricks", _plain("UTINYINT"), "complete tricks played"),
+        ("plays", _plain("UTINYINT"), "cards played that belong to the deal"),
+        (
+            "plays_after_end",
+            _packed("USMALLINT"),
+            "cards recorded after the deal ended (a finding)",
+        ),
+        ("ended", _plain("deal_end"), "how the deal ended"),
+        ("end_trick", _plain("UTINYINT"), "the trick it ended on"),
+        ("revoker", _plain("UTINYINT"), "the seat of a penalized revoke"),
+        ("score_0", _packed("INTEGER"), "seat 0's points in this deal"),
+        ("score_1", _packed("INTEGER"), "seat 1's points"),
+        ("score_2", _packed("INTEGER"), "seat 2's points"),
+        ("score_3", _packed("INTEGER"), "seat 3's points"),
         *(
             (
                 f"held_{seat}",
-                "UBIGINT",
+                _DENSE,
                 f"seat {seat}'s hand as dealt, one bit per card code (the view deals unpacks "
                 "it); NULL when the deal is not 52 distinct cards",
             )
             for seat in range(4)
         ),
-        ("trump_length", "UTINYINT", "koz: how many trumps the declarer held"),
+        ("trump_length", _plain("UTINYINT"), "koz: how many trumps the declarer held"),
     ],
     "tricks_base": [
-        ("deal_code", _DEAL_CODE, packed_comment("deal_code")),
-        ("trick_code", _CODE, packed_comment("trick_code")),
-        ("points", "INTEGER", "units times the contract's unit score"),
+        ("deal_code", _RUNS, packed_comment("deal_code")),
+        ("trick_code", _DENSE, packed_comment("trick_code")),
+        ("points", _packed("INTEGER"), "units times the contract's unit score"),
     ],
     "plays_base": [
-        ("deal_code", _DEAL_CODE, packed_comment("deal_code")),
-        ("play_code", _CODE, packed_comment("play_code")),
+        ("deal_code", _RUNS, packed_comment("deal_code")),
+        ("play_code", _DENSE, packed_comment("play_code")),
     ],
     "findings": [
         ("match_key", "UBIGINT", "the match"),
