@@ -270,10 +270,13 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
             return False
         if nscores != 0 and nscores != 4:
             return False
-    # the replay
-    if core.replay_deal(&deal, d.hands, d.plays, d.nplays, seat, contract, trump,
-                        r.flags[contract], <Py_ssize_t>d.revoke_play if d.has_revoke else -1,
-                        viols, True):
+    # the replay: a penalized revoke takes the full replay, every other deal the all-legal one
+    if d.has_revoke:
+        if core.replay_deal(&deal, d.hands, d.plays, d.nplays, seat, contract, trump,
+                            r.flags[contract], <Py_ssize_t>d.revoke_play, viols, True):
+            return False
+    elif not core.replay_clean(&deal, d.hands, d.plays, d.nplays, seat, contract, trump,
+                               r.flags[contract]):
         return False
     if deal.nplays != d.nplays:
         return False
