@@ -23,8 +23,6 @@ they end themselves if this process disappears (``kingrec.simrun``'s convention)
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import multiprocessing.pool
 import os
 import stat
 import threading
@@ -32,7 +30,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import BinaryIO, overload
+from typing import TYPE_CHECKING, BinaryIO, overload
 
 from . import _twins
 from .container import (
@@ -57,7 +55,9 @@ from .fastcheck import (
 from .findings import CleanMatches, MatchReport
 from .limits import MAX_FRAME_BYTES
 from .records import Damage, RecordFile, located_runs
-from .workers import worker_pool
+
+if TYPE_CHECKING:  # multiprocessing is loaded with the first pool: one job needs none of it
+    import multiprocessing.pool
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "JudgePool"]
 
@@ -236,6 +236,8 @@ class JudgePool:
             # fork starts a worker at once, with kingrec already imported; with other
             # threads running (a progress bar's) a forked child could inherit a lock held
             # by one of them, so then each worker is a fresh interpreter.
+            from .workers import worker_pool
+
             method = "fork" if threading.active_count() == 1 else "spawn"
             self._pool = worker_pool(self.jobs, method)
         return self._pool

@@ -11,14 +11,17 @@ service and the store all call this.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from . import _twins
 from .fastcheck import content_key_of, note_duplicate, validate_runs
 from .findings import CleanMatches, Finding, MatchReport, Severity, limit_report
-from .judges import JudgePool
 from .limits import check_match_limits
 from .records import Damage, RecordFile, open_records
 from .validator import validate_match
+
+if TYPE_CHECKING:
+    from .judges import JudgePool
 
 __all__ = ["validate_file", "validate_records"]
 
