@@ -13,18 +13,24 @@ are the core's.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize
 from cpython.bytes cimport PyBytes_GET_SIZE
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp
 
 from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, Tally, uchar
+from kingrec._framing cimport FRAME_HEADER, header_sound, le32
 from kingrec._v1wire cimport DealMsg, parse_deal
 from kingrec._wire cimport (
     I32_MAX, U32_MAX, WT_LEN, WT_VARINT, enum32, length_delimited, packed_sint32, skip_field,
     hash64, string_field, tag, u32, utf8_ok, varint, varint_long, walk_strings,
 )
 
+from kingrec.checksum import crc32
+
 __all__ = ["MatchChecker", "content_key"]
+
+cdef object _payload_crc = crc32
 
 # kingrec.limits (tests/test_fastcheck.py holds them to the Python values).
 cdef enum:
@@ -383,8 +389,12 @@ cdef class MatchChecker:
 
     cdef Py_ssize_t _clean_deals(self, bytes payload, MatchTop* top) except -2:
         """The deals of a certainly clean match (``top`` then holds its id), else -1."""
-        cdef const uchar* p = <const uchar*>PyBytes_AS_STRING(payload)
-        cdef Py_ssize_t size = PyBytes_GET_SIZE(payload)
+        return self._clean_deals_at(<const uchar*>PyBytes_AS_STRING(payload),
+                                    PyBytes_GET_SIZE(payload), top)
+
+    cdef Py_ssize_t _clean_deals_at(self, const uchar* p, Py_ssize_t size,
+                                    MatchTop* top) except -2:
+        """``_clean_deals`` of the ``size`` bytes at ``p``."""
         cdef _Rules rules
         top.format_version = top.status = 0
         top.match_id = top.ruleset = NULL
@@ -445,6 +455,76 @@ cdef class MatchChecker:
                 deals += found
         del keys[8 * clean:]
         return clean, deals, dirty, bytes(keys)
+
+
+    def check_frames(self, buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_payload,
+                     Py_ssize_t max_frames):
+        """``check_run`` of the intact frames of ``buf[start:end]`` in a row, judged where they
+        lie: ``scan_frames`` (``kingrec._frames_py``) and ``check_run`` of its payloads in one
+        call, with no Python object made for a clean frame.
+
+        Takes at most ``max_frames`` frames. Returns ``(stop, offsets, clean, deals, dirty,
+        payloads, keys)``: where the run stopped (as ``scan_frames``), each frame's header
+        offset in ``buf`` packed as native uint64s, then as ``check_run``, with ``payloads``
+        the bytes of each frame listed in ``dirty``.
+        """
+        cdef Py_buffer view
+        PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+        try:
+            if not (0 <= start <= end <= view.len) or max_payload < 0 or max_frames < 0:
+                raise ValueError(
+                    f"check_frames: need 0 <= start <= end <= {view.len}, max_payload >= 0 "
+                    f"and max_frames >= 0, got start={start}, end={end}, "
+                    f"max_payload={max_payload}, max_frames={max_frames}"
+                )
+            return self._check_frames(buf, <const uchar*>view.buf, start, end, max_payload,
+                                      max_frames)
+        finally:
+            PyBuffer_Release(&view)
+
+    cdef tuple _check_frames(self, object buf, const uchar* data, Py_ssize_t start,
+                             Py_ssize_t end, Py_ssize_t max_payload, Py_ssize_t max_frames):
+        cdef Py_ssize_t pos = start, n = 0, clean = 0, deals = 0, found
+        cdef size_t length
+        cdef const uchar* head
+        cdef list dirty = []
+        cdef list payloads = []
+        cdef bytearray offsets = bytearray()
+        cdef bytearray keys = bytearray()
+        cdef MatchTop top
+        cdef uint64_t* slot
+        cdef object whole = memoryview(buf)
+        # Room for every frame that fits: a frame is at least a header.
+        cdef Py_ssize_t room = min(max_frames, (end - start) // FRAME_HEADER)
+        offsets = bytearray(8 * room)
+        keys = bytearray(8 * room)
+        while n < max_frames and end - pos >= FRAME_HEADER:
+            head = data + pos
+            if not header_sound(head, max_payload):
+                break
+            length = le32(head + 4)
+            if length > <size_t>(end - pos - FRAME_HEADER):
+                break
+            if _payload_crc(whole[pos + FRAME_HEADER:pos + FRAME_HEADER + <Py_ssize_t>length]) \
+                    != le32(head + 8):
+                break
+            (<uint64_t*><char*>offsets)[n] = <uint64_t>pos
+            found = self._clean_deals_at(head + FRAME_HEADER, <Py_ssize_t>length, &top)
+            if found < 0:
+                dirty.append(n)
+                payloads.append(PyBytes_FromStringAndSize(<const char*>head + FRAME_HEADER,
+                                                          <Py_ssize_t>length))
+            else:
+                slot = <uint64_t*><char*>keys
+                slot[clean] = hash64(head + FRAME_HEADER, <Py_ssize_t>length)
+                clean += 1
+                deals += found
+            n += 1
+            pos += FRAME_HEADER + <Py_ssize_t>length
+        whole.release()
+        del offsets[8 * n:]
+        del keys[8 * clean:]
+        return pos, bytes(offsets), clean, deals, dirty, payloads, bytes(keys)
 
 
 cdef inline uint64_t _key(bytes payload) noexcept:
