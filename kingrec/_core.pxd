@@ -433,12 +433,13 @@ cdef inline int replay_deal(DealState* d, const uchar* hands, const uchar* plays
     return n
 
 
-cdef inline bint replay_clean(DealState* d, const uchar* hands, const uchar* plays,
+cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* plays,
                               Py_ssize_t nplays, int declarer, int contract, int trump,
                               long flags) noexcept nogil:
     """``replay_deal`` of a deal with no revoke mark, for the all-legal path: True when every
     play is legal (``replay_deal`` would find no violation), with ``d`` left as it leaves it;
     False at the first play that is not, ``d`` then undefined (``replay_deal`` says why).
+    ``hands`` are the four hands as card sets (the caller has made them checking the deck).
 
     The filters of ``judge``, asked only "is this card legal?" (no verdict, no legal set to
     keep), over a state kept in locals: the card bytes may alias any memory, so fields
@@ -451,7 +452,7 @@ cdef inline bint replay_clean(DealState* d, const uchar* hands, const uchar* pla
     cdef int trick[4]
     cdef int units[4]
     cdef int leader = declarer, ntricks = 0, k = 0, card, seat, top_led = 0, top_trump = -1
-    cdef int end = END_PLAYING, s, j
+    cdef int end = END_PLAYING, s
     cdef Py_ssize_t index = 0
     cdef bint koz = contract == KOZ, lead_ban
     cdef bint raise_trump = koz and flags & F_RAISE_ON_TRUMP_LEAD
@@ -467,9 +468,7 @@ cdef inline bint replay_clean(DealState* d, const uchar* hands, const uchar* pla
         lead_ban = flags & F_HEART_LEAD_BAN
         banned = HEARTS_MASK
     for s in range(4):
-        held[s] = 0
-        for j in range(13):
-            held[s] |= <uint64_t>1 << hands[13 * s + j]
+        held[s] = hands[s]
         units[s] = 0
     while index < nplays:
         card = plays[index]

@@ -214,9 +214,10 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     cdef DealMsg d
     cdef DealState deal
     cdef core.Violation viols[53]
-    cdef uint64_t seen = 0
+    cdef uint64_t held[4]
+    cdef uint64_t hand
     cdef Py_ssize_t i
-    cdef int seat, contract, trump, expected, nscores = 0
+    cdef int owner, seat, contract, trump, expected, nscores = 0
     cdef int64_t scores[4]
     cdef int64_t claimed[4]
     if not parse_deal(p, end, &d):
@@ -231,11 +232,14 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     # the deck (needed first: under HOLDER_OF_CARD deal 1's hands name the first declarer)
     if d.nhands != 52:
         return False
-    for i in range(52):
-        if d.hands[i] >= 52:
-            return False
-        seen |= <uint64_t>1 << d.hands[i]
-    if seen != core.ALL_CARDS:
+    for owner in range(4):  # each hand as a card set, for the replay too
+        hand = 0
+        for i in range(13 * owner, 13 * owner + 13):
+            if d.hands[i] >= 52:
+                return False
+            hand |= <uint64_t>1 << d.hands[i]
+        held[owner] = hand
+    if held[0] | held[1] | held[2] | held[3] != core.ALL_CARDS:
         return False
     if number == 1:
         if r.first_declarer == core.FIRST_HOLDER_OF_CARD:
@@ -281,7 +285,7 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
         if core.replay_deal(&deal, d.hands, d.plays, d.nplays, seat, contract, trump,
                             r.flags[contract], <Py_ssize_t>d.revoke_play, viols, True):
             return False
-    elif not core.replay_clean(&deal, d.hands, d.plays, d.nplays, seat, contract, trump,
+    elif not core.replay_clean(&deal, held, d.plays, d.nplays, seat, contract, trump,
                                r.flags[contract]):
         return False
     if deal.nplays != d.nplays:
