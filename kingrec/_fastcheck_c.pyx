@@ -460,7 +460,6 @@ cdef class MatchChecker:
         del keys[8 * clean:]
         return clean, deals, dirty, bytes(keys)
 
-
     def check_frames(self, buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_payload,
                      Py_ssize_t max_frames):
         """``check_run`` of the intact frames of ``buf[start:end]`` in a row, judged where they
@@ -493,15 +492,13 @@ cdef class MatchChecker:
         cdef const uchar* head
         cdef list dirty = []
         cdef list payloads = []
-        cdef bytearray offsets = bytearray()
-        cdef bytearray keys = bytearray()
         cdef MatchTop top
         cdef uint64_t* slot
-        cdef object whole = memoryview(buf)
+        cdef object whole = memoryview(buf)  # payloads handed to the checksum as slices of it
         # Room for every frame that fits: a frame is at least a header.
         cdef Py_ssize_t room = min(max_frames, (end - start) // FRAME_HEADER)
-        offsets = bytearray(8 * room)
-        keys = bytearray(8 * room)
+        cdef bytearray offsets = bytearray(8 * room)
+        cdef bytearray keys = bytearray(8 * room)
         while n < max_frames and end - pos >= FRAME_HEADER:
             head = data + pos
             if not header_sound(head, max_payload):

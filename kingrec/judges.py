@@ -124,8 +124,9 @@ def _judge_span(
     if got != size:
         return None  # the file is shorter than it was: the reader will say what is left
     if counted:  # the frames judged where they lie: nothing made per clean frame
-        runs, end = _judged_pieces(_buffer, size, span.start, span.first, name, twins)
-        return runs if end == size else None
+        ends = list(_judged_pieces(_buffer, size, span.start, span.first, name, twins))
+        end = ends[-1][1] if ends else 0
+        return [one for one, _ in ends] if end == size else None
     payloads, offsets, end = twins.frames.scan_frames(_buffer, 0, size, MAX_FRAME_BYTES)
     if end != size:
         return None  # damage (or a file that changed under us): the reader will say what
@@ -140,32 +141,31 @@ def _judge_span(
 
 def _judged_pieces(
     buf: bytearray, size: int, base: int, first: int, name: str, twins: _twins.Twins
-) -> tuple[list[_Piece], int]:
+) -> Iterator[tuple[_Piece, int]]:
     """Stage one (``judge_run``) of the sound frames in a row at the start of ``buf[:size]``,
     the file's bytes from offset ``base`` on, the first being frame ``first``: judged where
-    they lie by the compiled checker's ``check_frames``, ``PIECE_FRAMES`` at a time; and
-    where in ``buf`` they stop (``size``, or the start of the first frame not whole and
-    sound). Only the records with something to report become Python objects."""
+    they lie by the compiled checker's ``check_frames``, ``PIECE_FRAMES`` at a time, each
+    piece with where in ``buf`` it stops. They stop at ``size`` or at the start of the first
+    frame not whole and sound. Only the records with something to report become Python
+    objects, a piece at a time (a hostile MiB can hold 65,536 empty frames)."""
     checker = checker_of(twins)
     assert checker is not None, "judging frames where they lie needs the compiled checker"
     engine, key_of = twins.engine, content_key_of(twins)
     pos, index = 0, first
-    out: list[_Piece] = []
     while pos < size:
         stop, packed, clean, deals, dirty, payloads, keys = checker.check_frames(
             buf, pos, size, MAX_FRAME_BYTES, PIECE_FRAMES
         )
         offsets = [base + at for at in memoryview(packed).cast("Q")]
         if not offsets:
-            break
+            return
         reports = [
             (judge_payload(payload, Location(name, index + i, offsets[i]), engine), key_of(payload))
             for i, payload in zip(dirty, payloads, strict=True)
         ]
-        out.append((index, offsets, JudgedRun(clean, deals, dirty, keys, reports)))
+        yield (index, offsets, JudgedRun(clean, deals, dirty, keys, reports)), stop
         index += len(offsets)
         pos = stop
-    return out, pos
 
 
 def _walk(fd: int, size: int, chunk_bytes: int, twins: _twins.Twins) -> Iterator[_Span | _Rest]:
@@ -413,12 +413,14 @@ def validate_here(
         pos, index = FILE_HEADER_SIZE, 0
         while True:
             got = os.preadv(fd, [block], pos)
-            judged, stop = _judged_pieces(block, got, pos, index, name, twins)
-            if not judged:
+            taken = 0
+            for piece, stop in _judged_pieces(block, got, pos, index, name, twins):
+                yield from _settle([piece], fd, name, seen, twins)  # each piece as judged
+                index += len(piece[1])
+                taken = stop
+            if not taken:
                 break  # the end, or a frame that is not whole and sound: the reader's
-            yield from _settle(judged, fd, name, seen, twins)
-            pos += stop
-            index += sum(len(offsets) for _, offsets, _ in judged)
+            pos += taken
             records.note_read(pos)
         f.seek(pos)
         runs = located_runs(read_frame_runs_from(f, name, pos, index), name)
