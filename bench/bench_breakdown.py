@@ -9,8 +9,10 @@ appends on threads of its own) and by wall time; on a shared machine the CPU fig
 the ones to compare. A layer's figure is what it adds to the one beneath it:
 
 * validate: reading the frames (file, checksums, framing), the compiled checker on them
-  (``check_run``: replay every deal, key every record), the Python around them
-  (``validate_records``), and ``kingrec validate`` end to end in a process of its own;
+  (``check_run``: replay every deal, key every record), both at once where the frames lie
+  (``check_frames`` over blocks of the file, as ``kingrec validate`` on one job reads a
+  regular file), the Python around them (``validate_records``), and ``kingrec validate``
+  end to end in a process of its own, and its start-up (the command on a 1-match file);
 * ingest: reading, judging (the same checker), the sha256 identity of each record, the
   column builder (records to Arrow), the rest of a batch's tables, and DuckDB's append and
   commit of a batch, one transaction at a time on one connection (and each statement of it:
@@ -37,8 +39,11 @@ from typing import Any, TypeVar
 from compiled_only import refuse_pure_twins
 
 from kingrec import _twins
-from kingrec.fastcheck import checker_of
+from kingrec.container import FILE_HEADER_SIZE
+from kingrec.fastcheck import PIECE_FRAMES, checker_of
 from kingrec.findings import Location
+from kingrec.judges import _HERE_BLOCK
+from kingrec.limits import MAX_FRAME_BYTES
 from kingrec.records import open_records
 from kingrec.simrun import simulate_to_file
 from kingrec.store import Store
@@ -103,45 +108,8 @@ def write_steps(con: Any, prepared: Any, steps: dict[str, tuple[float, float]]) 
     prepared.release()
 
 
-def main() -> None:
-    refuse_pure_twins()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--file", type=Path, help="a .krec file (default: simulated once)")
-    parser.add_argument("--matches", type=int, default=20_000, help="matches to simulate")
-    args = parser.parse_args()
-    path = args.file or OUT / f"classic-{args.matches}.krec"
-    if not path.exists():
-        OUT.mkdir(parents=True, exist_ok=True)
-        print(f"simulating {args.matches} classic matches into {path}…", flush=True)
-        simulate_to_file(str(path), "classic", args.matches, 2026, fmt="krec", jobs=1)
-    checker = checker_of(_twins.ACTIVE)
-    assert checker is not None, "the breakdown needs the compiled twins: pip install -e ."
-
-    # The commands first, while this process is small: a child's peak RSS counts what it
-    # shares with its parent until it has started the command.
-    ends: list[tuple[str, float, float]] = []
-    wall, used, rss = child([str(KINGREC), "validate", "--no-progress", str(path)])
-    ends.append((f"kingrec validate, a process ({rss / 1024:.0f} MiB peak)", wall, used))
-    with tempfile.TemporaryDirectory() as folder:
-        db = str(Path(folder, "i.duckdb"))
-        wall, used, rss = child([str(KINGREC), "ingest", "--no-progress", "--db", db, str(path)])
-    ends.append((f"kingrec ingest, a process ({rss / 1024:.0f} MiB peak)", wall, used))
-
-    rows: list[tuple[str, float, float]] = []
-    read, wall, used = timed(lambda: runs(path))
-    matches = sum(len(r.payloads) for r in read)
-    rows.append(("read frames (file, checksums, framing)", wall, used))
-    checked, wall, used = timed(lambda: [checker.check_run(r.payloads) for r in read])
-    deals = sum(c[1] for c in checked)
-    rows.append(("compiled checker (check_run: replay, content keys)", wall, used))
-
-    def validate() -> int:
-        with open_records(str(path)) as records:
-            return sum(1 for _ in validate_records(records, count_clean=True))
-
-    _, wall, used = timed(validate)
-    rows.append(("validate_records end to end (read + check + Python)", wall, used))
-
+def ingest_rows(path: Path, rows: list[tuple[str, float, float]]) -> None:
+    """The layers of ingest, appended to ``rows``."""
     groups = list(batches(path, BATCH_MATCHES))
     _, wall, used = timed(lambda: [_judge(b, _twins.ACTIVE) for b in groups])
     rows.append(("ingest: judge (the same checker, batch by batch)", wall, used))
@@ -177,6 +145,76 @@ def main() -> None:
         writer.close()
         _, wall, used = timed(lambda: s.con.execute("CHECKPOINT"))
         rows.append(("ingest: DuckDB checkpoint at close (the log into the file)", wall, used))
+
+
+def main() -> None:
+    refuse_pure_twins()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--file", type=Path, help="a .krec file (default: simulated once)")
+    parser.add_argument("--matches", type=int, default=20_000, help="matches to simulate")
+    parser.add_argument("--validate-only", action="store_true", help="only the layers of validate")
+    args = parser.parse_args()
+    path = args.file or OUT / f"classic-{args.matches}.krec"
+    if not path.exists():
+        OUT.mkdir(parents=True, exist_ok=True)
+        print(f"simulating {args.matches} classic matches into {path}…", flush=True)
+        simulate_to_file(str(path), "classic", args.matches, 2026, fmt="krec", jobs=1)
+    checker = checker_of(_twins.ACTIVE)
+    assert checker is not None, "the breakdown needs the compiled twins: pip install -e ."
+
+    # The commands first, while this process is small: a child's peak RSS counts what it
+    # shares with its parent until it has started the command.
+    ends: list[tuple[str, float, float]] = []
+    wall, used, rss = child([str(KINGREC), "validate", "--no-progress", str(path)])
+    ends.append((f"kingrec validate, a process ({rss / 1024:.0f} MiB peak)", wall, used))
+    with tempfile.TemporaryDirectory() as folder:
+        one = Path(folder, "one.krec")  # start-up: the command on a file of one match
+        simulate_to_file(str(one), "classic", 1, 2026, fmt="krec", jobs=1)
+        command = [str(KINGREC), "validate", "--no-progress", str(one)]
+        starts = sorted((child(command) for _ in range(5)), key=lambda run: run[1])
+    wall, used, _ = starts[2]  # the median by CPU time
+    ends.append(("kingrec validate start-up (a 1-match file, median of 5)", wall, used))
+    if not args.validate_only:
+        with tempfile.TemporaryDirectory() as folder:
+            db = str(Path(folder, "i.duckdb"))
+            command = [str(KINGREC), "ingest", "--no-progress", "--db", db, str(path)]
+            wall, used, rss = child(command)
+        ends.append((f"kingrec ingest, a process ({rss / 1024:.0f} MiB peak)", wall, used))
+
+    rows: list[tuple[str, float, float]] = []
+    read, wall, used = timed(lambda: runs(path))
+    matches = sum(len(r.payloads) for r in read)
+    rows.append(("read frames (file, checksums, framing)", wall, used))
+    checked, wall, used = timed(lambda: [checker.check_run(r.payloads) for r in read])
+    deals = sum(c[1] for c in checked)
+    rows.append(("compiled checker (check_run: replay, content keys)", wall, used))
+
+    def in_place() -> int:
+        """The frames judged where they lie, a block at a time (``judges.validate_here``'s
+        loop without the Python around it): read, checksums, checker, content keys."""
+        deals, block, pos = 0, bytearray(_HERE_BLOCK), FILE_HEADER_SIZE
+        with open(path, "rb") as f:
+            while got := os.preadv(f.fileno(), [block], pos):
+                stop, _, _, found, _, _, _ = checker.check_frames(
+                    block, 0, got, MAX_FRAME_BYTES, PIECE_FRAMES
+                )
+                if stop == 0:
+                    break
+                deals, pos = deals + found, pos + stop
+        return deals
+
+    _, wall, used = timed(in_place)
+    rows.append(("frames judged where they lie (check_frames, block by block)", wall, used))
+
+    def validate() -> int:
+        with open_records(str(path)) as records:
+            return sum(1 for _ in validate_records(records, count_clean=True))
+
+    _, wall, used = timed(validate)
+    rows.append(("validate_records end to end (read + check + Python)", wall, used))
+
+    if not args.validate_only:
+        ingest_rows(path, rows)
 
     rows += ends
     print(f"{path}: {matches} matches, {deals} deals; load average {os.getloadavg()[0]:.1f}")

@@ -149,6 +149,16 @@ class Terminal:
         """One report (rich markup, or a renderable) on standard output."""
         self.out.print(markup)
 
+    def line(self, text: str) -> None:
+        """One line of plain text (no markup) on standard output, as ``report`` writes its
+        escaped form: directly when no bar is live and it is printable, so rich is not loaded
+        for a command's last line."""
+        bar = self._bar
+        if (bar is None or not bar.live.is_started) and text.isprintable():
+            self.stdout.write(text + "\n")
+            return
+        self.report(escape(text))
+
     def json(self, obj: Any, render: Callable[..., str] | None = None) -> None:
         """One JSON line on standard output, as ``render`` writes ``obj`` (``json_line``, or
         ``report_line`` for a report): raw characters where the stream can encode them,

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import click
 
 from kingrec.findings import CleanMatches, MatchReport, Severity
-from kingrec.jsonl import report_line
 from kingrec.judges import DEFAULT_CHUNK_BYTES, JudgePool
 from kingrec.paths import NotRecords, PathProblem, record_paths
 from kingrec.records import Damage, RecordFile, open_records
@@ -178,7 +177,7 @@ def validate(
     if as_json:
         term.json(summary_object(tally))
     else:
-        term.report(_summary(tally))
+        term.line(_summary(tally))
     if tally.unreadable or tally.damaged:
         sys.exit(EXIT_UNREADABLE)
     sys.exit(EXIT_INVALID if tally.invalid else EXIT_OK)
@@ -211,6 +210,8 @@ def _emit(
     if not listed(report, choices.show_all, choices.quiet):
         return
     if choices.as_json:
+        from kingrec.jsonl import report_line  # here: a text report needs no kingrec.jsonl
+
         term.json(report, report_line)
         return
     verdict = "[green]valid[/]" if report.valid else "[bold red]INVALID[/]"

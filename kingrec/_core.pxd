@@ -433,6 +433,137 @@ cdef inline int replay_deal(DealState* d, const uchar* hands, const uchar* plays
     return n
 
 
+cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* plays,
+                              Py_ssize_t nplays, int declarer, int contract, int trump,
+                              long flags) noexcept nogil:
+    """``replay_deal`` of a deal with no revoke mark, for the all-legal path: True when every
+    play is legal (``replay_deal`` would find no violation), with ``d`` left as it leaves it;
+    False at the first play that is not, ``d`` then undefined (``replay_deal`` says why).
+    ``hands`` are the four hands as card sets (the caller has made them checking the deck).
+
+    The filters of ``judge``, asked only "is this card legal?" (no verdict, no legal set to
+    keep), over a state kept in locals: the card bytes may alias any memory, so fields
+    behind ``d`` would be reloaded after each card read. The highest card of the suit led
+    and the highest trump of the trick are kept as the cards fall.
+    """
+    cdef uint64_t held[4]
+    cdef uint64_t played = 0, penalty = PENALTY[contract], cards = 0, bit, hand, cands, sub
+    cdef uint64_t led_mask = 0, trump_mask = 0, banned
+    cdef int trick[4]
+    cdef int units[4]
+    cdef int leader = declarer, ntricks = 0, k = 0, card, seat, top_led = 0, top_trump = -1
+    cdef int end = END_PLAYING, s
+    cdef Py_ssize_t index = 0
+    cdef bint koz = contract == KOZ, lead_ban
+    cdef bint raise_trump = koz and flags & F_RAISE_ON_TRUMP_LEAD
+    cdef bint withholding = not koz and flags & F_WITHHOLDING
+    trick[0] = trick[1] = trick[2] = trick[3] = 0
+    if koz:
+        if not 0 <= trump < 4:
+            return False
+        trump_mask = SUIT[trump]
+        lead_ban = flags & F_TRUMP_LEAD_BREAK
+        banned = trump_mask
+    else:
+        lead_ban = flags & F_HEART_LEAD_BAN
+        banned = HEARTS_MASK
+    for s in range(4):
+        held[s] = hands[s]
+        units[s] = 0
+    while index < nplays:
+        card = plays[index]
+        if card >= 52:
+            return False
+        bit = <uint64_t>1 << card
+        seat = (leader + k) & 3
+        hand = held[seat]
+        if k == 0:
+            cands = hand
+            if lead_ban and not played & banned:
+                sub = hand & ~banned
+                if sub:
+                    cands = sub
+            if not cands & bit:
+                return False
+            led_mask = SUIT[SUIT_OF[card]]
+            top_led = card
+            top_trump = card if led_mask == trump_mask else -1
+            cards = bit
+        else:
+            cands = hand & led_mask
+            if cands:
+                if raise_trump and led_mask == trump_mask:
+                    sub = cands & above(top_trump)
+                    if sub:
+                        cands = sub
+                elif withholding:
+                    sub = cands & penalty & below(top_led)
+                    if sub:
+                        cands = sub
+            elif koz:
+                cands = hand
+                if flags & F_MUST_RUFF:
+                    sub = hand & trump_mask
+                    if sub:
+                        cands = sub
+                if flags & F_MUST_OVERTRUMP and top_trump >= 0:
+                    sub = cands & above(top_trump)
+                    if sub:
+                        cands = sub
+            else:
+                cands = hand
+                if flags & F_VOID_DISCARD:
+                    sub = hand & penalty
+                    if sub:
+                        cands = sub
+                    elif flags & F_RIFKI_HEART_AFTER_KING:
+                        sub = hand & HEARTS_MASK
+                        if sub:
+                            cands = sub
+            if not cands & bit:
+                return False
+            if bit & led_mask and card > top_led:
+                top_led = card
+            if bit & trump_mask and card > top_trump:
+                top_trump = card
+            cards |= bit
+        held[seat] = hand & ~bit
+        trick[k] = card
+        index += 1
+        k += 1
+        if k < 4:
+            continue
+        # the trick closes: its winner leads the next
+        leader = (leader + closed_trick_winner(trick, cards, trump)) & 3
+        units[leader] += trick_units(trick, 4, ntricks, contract)
+        d.winners[ntricks] = <uchar>leader
+        ntricks += 1
+        played |= cards
+        k = 0
+        if ntricks == 13:
+            end = END_ALL_TRICKS
+            break
+        if flags & F_EARLY_END and played & penalty == penalty:
+            end = END_EARLY
+            break
+    for s in range(4):
+        d.held[s] = held[s]
+        d.units[s] = units[s]
+        d.trick[s] = trick[s]
+    d.played = played
+    d.penalty = penalty
+    d.flags = flags
+    d.contract = contract
+    d.trump = trump
+    d.leader = leader
+    d.ntrick = k
+    d.ntricks = ntricks
+    d.end = END_INCOMPLETE if end == END_PLAYING else end
+    d.revoker = -1
+    d.nplays = <int>index
+    return True
+
+
 cdef inline void deal_scores(const DealState* d, const CoreRules* r, int64_t* out) noexcept nogil:
     """Points per seat of a replayed deal: units times the unit score, or for a penalized
     revoke the contract's whole total against the revoker and nothing else."""

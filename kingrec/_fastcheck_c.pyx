@@ -13,18 +13,24 @@ are the core's.
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize
 from cpython.bytes cimport PyBytes_GET_SIZE
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcmp
 
 from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, Tally, uchar
+from kingrec._framing cimport FRAME_HEADER, header_sound, le32
 from kingrec._v1wire cimport DealMsg, parse_deal
 from kingrec._wire cimport (
     I32_MAX, U32_MAX, WT_LEN, WT_VARINT, enum32, length_delimited, packed_sint32, skip_field,
     hash64, string_field, tag, u32, utf8_ok, varint, varint_long, walk_strings,
 )
 
+from kingrec.checksum import crc32
+
 __all__ = ["MatchChecker", "content_key"]
+
+cdef object _payload_crc = crc32
 
 # kingrec.limits (tests/test_fastcheck.py holds them to the Python values).
 cdef enum:
@@ -208,9 +214,10 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     cdef DealMsg d
     cdef DealState deal
     cdef core.Violation viols[53]
-    cdef uint64_t seen = 0
+    cdef uint64_t held[4]
+    cdef uint64_t hand
     cdef Py_ssize_t i
-    cdef int seat, contract, trump, expected, nscores = 0
+    cdef int owner, seat, contract, trump, expected, nscores = 0
     cdef int64_t scores[4]
     cdef int64_t claimed[4]
     if not parse_deal(p, end, &d):
@@ -225,11 +232,14 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     # the deck (needed first: under HOLDER_OF_CARD deal 1's hands name the first declarer)
     if d.nhands != 52:
         return False
-    for i in range(52):
-        if d.hands[i] >= 52:
-            return False
-        seen |= <uint64_t>1 << d.hands[i]
-    if seen != core.ALL_CARDS:
+    for owner in range(4):  # each hand as a card set, for the replay too
+        hand = 0
+        for i in range(13 * owner, 13 * owner + 13):
+            if d.hands[i] >= 52:
+                return False
+            hand |= <uint64_t>1 << d.hands[i]
+        held[owner] = hand
+    if held[0] | held[1] | held[2] | held[3] != core.ALL_CARDS:
         return False
     if number == 1:
         if r.first_declarer == core.FIRST_HOLDER_OF_CARD:
@@ -270,10 +280,13 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
             return False
         if nscores != 0 and nscores != 4:
             return False
-    # the replay
-    if core.replay_deal(&deal, d.hands, d.plays, d.nplays, seat, contract, trump,
-                        r.flags[contract], <Py_ssize_t>d.revoke_play if d.has_revoke else -1,
-                        viols, True):
+    # the replay: a penalized revoke takes the full replay, every other deal the all-legal one
+    if d.has_revoke:
+        if core.replay_deal(&deal, d.hands, d.plays, d.nplays, seat, contract, trump,
+                            r.flags[contract], <Py_ssize_t>d.revoke_play, viols, True):
+            return False
+    elif not core.replay_clean(&deal, held, d.plays, d.nplays, seat, contract, trump,
+                               r.flags[contract]):
         return False
     if deal.nplays != d.nplays:
         return False
@@ -380,8 +393,12 @@ cdef class MatchChecker:
 
     cdef Py_ssize_t _clean_deals(self, bytes payload, MatchTop* top) except -2:
         """The deals of a certainly clean match (``top`` then holds its id), else -1."""
-        cdef const uchar* p = <const uchar*>PyBytes_AS_STRING(payload)
-        cdef Py_ssize_t size = PyBytes_GET_SIZE(payload)
+        return self._clean_deals_at(<const uchar*>PyBytes_AS_STRING(payload),
+                                    PyBytes_GET_SIZE(payload), top)
+
+    cdef Py_ssize_t _clean_deals_at(self, const uchar* p, Py_ssize_t size,
+                                    MatchTop* top) except -2:
+        """``_clean_deals`` of the ``size`` bytes at ``p``."""
         cdef _Rules rules
         top.format_version = top.status = 0
         top.match_id = top.ruleset = NULL
@@ -442,6 +459,73 @@ cdef class MatchChecker:
                 deals += found
         del keys[8 * clean:]
         return clean, deals, dirty, bytes(keys)
+
+    def check_frames(self, buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_payload,
+                     Py_ssize_t max_frames):
+        """``check_run`` of the intact frames of ``buf[start:end]`` in a row, judged where they
+        lie: ``scan_frames`` (``kingrec._frames_py``) and ``check_run`` of its payloads in one
+        call, with no Python object made for a clean frame.
+
+        Takes at most ``max_frames`` frames. Returns ``(stop, offsets, clean, deals, dirty,
+        payloads, keys)``: where the run stopped (as ``scan_frames``), each frame's header
+        offset in ``buf`` packed as native uint64s, then as ``check_run``, with ``payloads``
+        the bytes of each frame listed in ``dirty``.
+        """
+        cdef Py_buffer view
+        PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+        try:
+            if not (0 <= start <= end <= view.len) or max_payload < 0 or max_frames < 0:
+                raise ValueError(
+                    f"check_frames: need 0 <= start <= end <= {view.len}, max_payload >= 0 "
+                    f"and max_frames >= 0, got start={start}, end={end}, "
+                    f"max_payload={max_payload}, max_frames={max_frames}"
+                )
+            return self._check_frames(buf, <const uchar*>view.buf, start, end, max_payload,
+                                      max_frames)
+        finally:
+            PyBuffer_Release(&view)
+
+    cdef tuple _check_frames(self, object buf, const uchar* data, Py_ssize_t start,
+                             Py_ssize_t end, Py_ssize_t max_payload, Py_ssize_t max_frames):
+        cdef Py_ssize_t pos = start, n = 0, clean = 0, deals = 0, found
+        cdef size_t length
+        cdef const uchar* head
+        cdef list dirty = []
+        cdef list payloads = []
+        cdef MatchTop top
+        cdef uint64_t* slot
+        cdef object whole = memoryview(buf)  # payloads handed to the checksum as slices of it
+        # Room for every frame that fits: a frame is at least a header.
+        cdef Py_ssize_t room = min(max_frames, (end - start) // FRAME_HEADER)
+        cdef bytearray offsets = bytearray(8 * room)
+        cdef bytearray keys = bytearray(8 * room)
+        while n < max_frames and end - pos >= FRAME_HEADER:
+            head = data + pos
+            if not header_sound(head, max_payload):
+                break
+            length = le32(head + 4)
+            if length > <size_t>(end - pos - FRAME_HEADER):
+                break
+            if _payload_crc(whole[pos + FRAME_HEADER:pos + FRAME_HEADER + <Py_ssize_t>length]) \
+                    != le32(head + 8):
+                break
+            (<uint64_t*><char*>offsets)[n] = <uint64_t>pos
+            found = self._clean_deals_at(head + FRAME_HEADER, <Py_ssize_t>length, &top)
+            if found < 0:
+                dirty.append(n)
+                payloads.append(PyBytes_FromStringAndSize(<const char*>head + FRAME_HEADER,
+                                                          <Py_ssize_t>length))
+            else:
+                slot = <uint64_t*><char*>keys
+                slot[clean] = hash64(head + FRAME_HEADER, <Py_ssize_t>length)
+                clean += 1
+                deals += found
+            n += 1
+            pos += FRAME_HEADER + <Py_ssize_t>length
+        whole.release()
+        del offsets[8 * n:]
+        del keys[8 * clean:]
+        return pos, bytes(offsets), clean, deals, dirty, payloads, bytes(keys)
 
 
 cdef inline uint64_t _key(bytes payload) noexcept:

@@ -7,7 +7,7 @@ that file for what it does. Here the headers are read and checked in C, with no 
 object per frame but the payload handed back.
 
 The checksum is the format's CRC-32 (zlib's: IEEE, reflected, polynomial 0xEDB88320). A
-header's 12 bytes go through a byte-wise table built at import; a payload goes to
+header is judged by ``_framing.pxd`` (shared with the batch checker); a payload goes to
 ``kingrec.checksum.crc32`` on the payload bytes the scan hands back anyway: ISA-L's folding
 CRC where installed (over 20 GB/s on 5 KB payloads on the benchmark machine), else
 zlib's (2.1 GB/s, which beat a slice-by-8 table in C at 1.3), and calling it needs no
@@ -16,45 +16,14 @@ headers at build time.
 
 from kingrec.checksum import crc32
 
-from libc.stdint cimport uint32_t
-from libc.string cimport memcmp
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 
+from kingrec._framing cimport FRAME_HEADER as HEADER_SIZE, header_sound, le32 as _le32
+
 __all__ = ["scan_frames", "walk_headers"]
 
-cdef enum:
-    HEADER_SIZE = 16
-
 cdef object _payload_crc = crc32
-cdef uint32_t CRC_TABLE[256]
-
-
-cdef void _init_crc_table() noexcept:
-    cdef uint32_t c
-    cdef int i, k
-    for i in range(256):
-        c = i
-        for k in range(8):
-            c = (c >> 1) ^ (0xEDB88320 if c & 1 else 0)
-        CRC_TABLE[i] = c
-
-
-_init_crc_table()
-
-
-cdef inline uint32_t _le32(const unsigned char* p) noexcept nogil:
-    # Byte by byte so the result is the same on any endianness; compilers make it one load.
-    return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
-
-
-cdef inline uint32_t _header_crc(const unsigned char* p) noexcept nogil:
-    """zlib.crc32 of the first 12 bytes of a frame header."""
-    cdef uint32_t crc = ~(<uint32_t>0)
-    cdef int i
-    for i in range(12):
-        crc = CRC_TABLE[(crc ^ p[i]) & 0xFF] ^ (crc >> 8)
-    return ~crc
 
 
 def scan_frames(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_payload):
@@ -82,11 +51,9 @@ cdef tuple _scan(const unsigned char* data, Py_ssize_t size, Py_ssize_t start, P
     cdef bytes payload
     while end - pos >= HEADER_SIZE:
         head = data + pos
-        if memcmp(head, b"KRF1", 4) != 0:
+        if not header_sound(head, max_payload):
             break
         length = _le32(head + 4)
-        if length > <size_t>max_payload or _header_crc(head) != _le32(head + 12):
-            break
         if length > <size_t>(end - pos - HEADER_SIZE):
             break
         payload = PyBytes_FromStringAndSize(<const char*>head + HEADER_SIZE, length)
@@ -122,8 +89,7 @@ cdef tuple _walk(const unsigned char* data, Py_ssize_t start, Py_ssize_t end, Py
     while pos - start < limit and end - pos >= HEADER_SIZE:
         head = data + pos
         length = _le32(head + 4)
-        if (memcmp(head, b"KRF1", 4) != 0 or length > <size_t>max_payload
-                or _header_crc(head) != _le32(head + 12)
+        if (not header_sound(head, max_payload)
                 or bound - pos - HEADER_SIZE < <Py_ssize_t>length):
             return frames, pos, False
         pos += HEADER_SIZE + <Py_ssize_t>length

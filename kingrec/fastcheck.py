@@ -65,6 +65,10 @@ class _Checker(Protocol):
 
     def check_run(self, payloads: list[bytes], /) -> tuple[int, int, list[int], bytes]: ...
 
+    def check_frames(
+        self, buf: bytearray, start: int, end: int, max_payload: int, max_frames: int, /
+    ) -> tuple[int, bytes, int, int, list[int], list[bytes], bytes]: ...
+
 
 _RULESET_SETS = ("fixed_order", "heart_lead_ban", "withholding", "void_discard", "early_end")
 

@@ -23,8 +23,6 @@ they end themselves if this process disappears (``kingrec.simrun``'s convention)
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
-import multiprocessing.pool
 import os
 import stat
 import threading
@@ -32,7 +30,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import BinaryIO, overload
+from typing import TYPE_CHECKING, BinaryIO, overload
 
 from . import _twins
 from .container import (
@@ -44,26 +42,33 @@ from .container import (
 )
 from .container.layout import FRAME_HEADER
 from .fastcheck import (
+    PIECE_FRAMES,
     JudgedRun,
     checker_of,
+    content_key_of,
     judge_frames,
-    judge_run,
+    judge_payload,
     pieces,
     run_locations,
     settle_frames,
     settle_run,
     validate_runs,
 )
-from .findings import CleanMatches, MatchReport
+from .findings import CleanMatches, Location, MatchReport
 from .limits import MAX_FRAME_BYTES
 from .records import Damage, RecordFile, located_runs
-from .workers import worker_pool
 
-__all__ = ["DEFAULT_CHUNK_BYTES", "JudgePool"]
+if TYPE_CHECKING:  # multiprocessing is loaded with the first pool: one job needs none of it
+    import multiprocessing.pool
+
+__all__ = ["DEFAULT_CHUNK_BYTES", "JudgePool", "can_read_by_offset", "validate_here"]
 
 DEFAULT_CHUNK_BYTES = 4 << 20  # payload bytes per span sent to a worker
 _WINDOW_PER_JOB = 2  # spans in flight per worker: one being judged, one waiting
 _BLOCK = 1 << 18  # bytes read at a time while walking the frame headers
+# Bytes read at a time when judging in this process: any sound frame fits whole after a
+# block's worth of frames (MAX_FRAME_BYTES is 1 MiB).
+_HERE_BLOCK = (4 << 20) + MAX_FRAME_BYTES + FRAME_HEADER_SIZE
 
 Verdict = MatchReport | Damage | CleanMatches
 # A worker's answer for a span: per piece its first frame index, its frames' offsets and
@@ -118,6 +123,10 @@ def _judge_span(
             got = os.preadv(f.fileno(), [room], span.start)
     if got != size:
         return None  # the file is shorter than it was: the reader will say what is left
+    if counted:  # the frames judged where they lie: nothing made per clean frame
+        ends = list(_judged_pieces(_buffer, size, span.start, span.first, name, twins))
+        end = ends[-1][1] if ends else 0
+        return [one for one, _ in ends] if end == size else None
     payloads, offsets, end = twins.frames.scan_frames(_buffer, 0, size, MAX_FRAME_BYTES)
     if end != size:
         return None  # damage (or a file that changed under us): the reader will say what
@@ -125,13 +134,38 @@ def _judge_span(
     out: list[_Piece] = []
     for piece in pieces([run]):
         assert isinstance(piece, FrameRun)
-        judged = (
-            judge_run(piece, name, twins=twins)
-            if counted
-            else judge_frames(piece.payloads, run_locations(piece, name), twins=twins)
-        )
+        judged = judge_frames(piece.payloads, run_locations(piece, name), twins=twins)
         out.append((piece.first, piece.offsets, judged))
     return out
+
+
+def _judged_pieces(
+    buf: bytearray, size: int, base: int, first: int, name: str, twins: _twins.Twins
+) -> Iterator[tuple[_Piece, int]]:
+    """Stage one (``judge_run``) of the sound frames in a row at the start of ``buf[:size]``,
+    the file's bytes from offset ``base`` on, the first being frame ``first``: judged where
+    they lie by the compiled checker's ``check_frames``, ``PIECE_FRAMES`` at a time, each
+    piece with where in ``buf`` it stops. They stop at ``size`` or at the start of the first
+    frame not whole and sound. Only the records with something to report become Python
+    objects, a piece at a time (a hostile MiB can hold 65,536 empty frames)."""
+    checker = checker_of(twins)
+    assert checker is not None, "judging frames where they lie needs the compiled checker"
+    engine, key_of = twins.engine, content_key_of(twins)
+    pos, index = 0, first
+    while pos < size:
+        stop, packed, clean, deals, dirty, payloads, keys = checker.check_frames(
+            buf, pos, size, MAX_FRAME_BYTES, PIECE_FRAMES
+        )
+        offsets = [base + at for at in memoryview(packed).cast("Q")]
+        if not offsets:
+            return
+        reports = [
+            (judge_payload(payload, Location(name, index + i, offsets[i]), engine), key_of(payload))
+            for i, payload in zip(dirty, payloads, strict=True)
+        ]
+        yield (index, offsets, JudgedRun(clean, deals, dirty, keys, reports)), stop
+        index += len(offsets)
+        pos = stop
 
 
 def _walk(fd: int, size: int, chunk_bytes: int, twins: _twins.Twins) -> Iterator[_Span | _Rest]:
@@ -236,18 +270,15 @@ class JudgePool:
             # fork starts a worker at once, with kingrec already imported; with other
             # threads running (a progress bar's) a forked child could inherit a lock held
             # by one of them, so then each worker is a fresh interpreter.
+            from .workers import worker_pool
+
             method = "fork" if threading.active_count() == 1 else "spawn"
             self._pool = worker_pool(self.jobs, method)
         return self._pool
 
     def can_split(self, records: RecordFile) -> bool:
         """Whether the workers can read ``records`` themselves: a regular .krec file."""
-        if records.format != "krec" or records.size is None:
-            return False
-        try:
-            return stat.S_ISREG(os.stat(records.name).st_mode)
-        except OSError:
-            return False
+        return can_read_by_offset(records)
 
     def validate_file(
         self, records: RecordFile, *, count_clean: bool, seen: set[int]
@@ -330,11 +361,73 @@ class JudgePool:
         counted: bool,
         seen: set[int],
     ) -> Iterator[Verdict]:
-        for first, offsets, stage_one in judged:
-            if isinstance(stage_one, JudgedRun):
-                payloads = _FramePayloads(fd, offsets)
-                yield from settle_run(
-                    stage_one, first, offsets, payloads, name, seen, twins=self.twins
-                )
-            else:
-                yield from settle_frames(stage_one, seen)
+        return _settle(judged, fd, name, seen, self.twins)
+
+
+def _settle(
+    judged: list[_Piece], fd: int, name: str, seen: set[int], twins: _twins.Twins
+) -> Iterator[Verdict]:
+    """Stage two of judged pieces of the file open as ``fd``, in order."""
+    for first, offsets, stage_one in judged:
+        if isinstance(stage_one, JudgedRun):
+            payloads = _FramePayloads(fd, offsets)
+            yield from settle_run(stage_one, first, offsets, payloads, name, seen, twins=twins)
+        else:
+            yield from settle_frames(stage_one, seen)
+
+
+def can_read_by_offset(records: RecordFile) -> bool:
+    """Whether ``records`` is a regular .krec file, which can be read again by offset."""
+    if records.format != "krec" or records.size is None:
+        return False
+    try:
+        return stat.S_ISREG(os.stat(records.name).st_mode)
+    except OSError:
+        return False
+
+
+def validate_here(
+    records: RecordFile, *, seen: set[int], twins: _twins.Twins | None = None
+) -> Iterator[Verdict]:
+    """``validate_runs(count_clean=True)`` of a regular .krec file (``can_read_by_offset``)
+    in this process, with the same items: a block of the file at a time, its frames judged
+    where they lie (``check_frames``: no Python object per clean frame), until the first
+    frame that is not whole and sound; from there to the end, the reader itself, as the
+    pool does (so damage is found and worded as ever)."""
+    twins = twins or _twins.ACTIVE
+    name = records.name
+    try:
+        f = open(name, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        f = None
+    with f or contextlib.nullcontext():
+        if f is None or _identity(f) != records.identity():
+            # Gone, or the name stands for another file now: the open one, by its reader.
+            yield from validate_runs(
+                records.raw_frame_runs(), name, count_clean=True, twins=twins, seen=seen
+            )
+            return
+        check_file_header(f, name)
+        fd = f.fileno()
+        block = bytearray(_HERE_BLOCK)
+        pos, index = FILE_HEADER_SIZE, 0
+        while True:
+            got = os.preadv(fd, [block], pos)
+            taken = 0
+            for piece, stop in _judged_pieces(block, got, pos, index, name, twins):
+                yield from _settle([piece], fd, name, seen, twins)  # each piece as judged
+                index += len(piece[1])
+                taken = stop
+            if not taken:
+                break  # the end, or a frame that is not whole and sound: the reader's
+            pos += taken
+            records.note_read(pos)
+        f.seek(pos)
+        runs = located_runs(read_frame_runs_from(f, name, pos, index), name)
+        yield from validate_runs(runs, name, count_clean=True, twins=twins, seen=seen)
+        records.note_read(os.fstat(fd).st_size)
+
+
+def _identity(f: BinaryIO) -> tuple[int, int]:
+    info = os.fstat(f.fileno())
+    return (info.st_dev, info.st_ino)

@@ -11,14 +11,17 @@ service and the store all call this.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from . import _twins
-from .fastcheck import content_key_of, note_duplicate, validate_runs
+from .fastcheck import checker_of, content_key_of, note_duplicate, validate_runs
 from .findings import CleanMatches, Finding, MatchReport, Severity, limit_report
-from .judges import JudgePool
 from .limits import check_match_limits
 from .records import Damage, RecordFile, open_records
 from .validator import validate_match
+
+if TYPE_CHECKING:
+    from .judges import JudgePool
 
 __all__ = ["validate_file", "validate_records"]
 
@@ -49,6 +52,12 @@ def validate_records(
         if pool is not None and pool.can_split(records):
             yield from pool.validate_file(records, count_clean=count_clean, seen=seen)
             return
+        if count_clean and checker_of(twins) is not None:
+            from . import judges  # here: JSON records and streams need none of it
+
+            if judges.can_read_by_offset(records):
+                yield from judges.validate_here(records, seen=seen, twins=twins)
+                return
         runs = records.raw_frame_runs()
         yield from validate_runs(
             runs, records.name, count_clean=count_clean, twins=twins, seen=seen

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .findings import CleanMatches, MatchReport, Severity
-from .jsonl.write import report_object
 from .records import Damage
 
 __all__ = [
@@ -70,6 +69,8 @@ def skipped_object(path: str, message: str) -> dict[str, Any]:
 
 
 def match_object(report: MatchReport) -> dict[str, Any]:
+    from .jsonl.write import report_object  # here: only JSON reports need kingrec.jsonl
+
     return report_object(report)
 
 

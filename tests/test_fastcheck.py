@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kingrec import _engine_py, _twins, fastcheck
+from kingrec._engine_types import END_PLAYING
 from kingrec.boundary import ruleset_from_proto, ruleset_to_proto
 from kingrec.container import KrecWriter
 from kingrec.contracts import PENALTY_MASKS, Contract
@@ -60,6 +61,13 @@ _RULESETS: dict[str, Ruleset] = {
     ),
     # Quota 2+3 in 16 deals: the quotas are never used up, so totals need not add up to 0.
     "sixteen": PRESETS["classic"].replace(preset="sixteen", deal_count=16),
+    # Every rule of koz at once (no preset has them all).
+    "strict": PRESETS["classic"].replace(
+        must_ruff=True,
+        must_overtrump=True,
+        must_raise_on_trump_lead=True,
+        trump_lead_needs_break=True,
+    ),
 }
 
 
@@ -703,6 +711,71 @@ def test_random_record_edits_are_judged_like_the_reference(name: str, seed: int)
     else:
         deal.auto_plays.append(rng.randrange(len(deal.plays) + 1))
     _assert_same_as_reference(match.SerializeToString())
+
+
+def _playout(
+    match: pb.Match, index: int, rng: random.Random, wrong_at: int = -1, wrong: int = 0
+) -> list[bytes]:
+    """Deal ``index`` of ``match`` played again by random legal cards, but at play ``wrong_at`` each
+    card the seat then holds that the rules forbid (one record per card; ``wrong`` picks
+    which of them the rest of the deal follows from): the plays of each record."""
+    deal = match.deals[index]
+    contract = int(deal.contract)
+    trump = int(deal.trump) - 1 if contract == Contract.KOZ else -1
+    flags = ruleset_from_proto(match.ruleset).deal_flags(contract)
+    state = _engine_py.Deal(deal.hands, deal.declarer, contract, trump, flags)
+    plays: list[int] = []
+    out: list[bytes] = []
+    while state.end == END_PLAYING:
+        legal = state.legal()
+        if len(plays) == wrong_at:
+            held = state.held[state.to_play]
+            forbidden = [c for c in range(52) if held >> c & 1 and not legal >> c & 1]
+            for card in forbidden:
+                out.append(bytes([*plays, card]))
+            if not forbidden:
+                return out
+            card = forbidden[wrong % len(forbidden)]
+        else:
+            card = rng.choice([c for c in range(52) if legal >> c & 1])
+        plays.append(card)
+        state.push(card)
+    return [bytes(plays)] if wrong_at < 0 else [p + bytes(plays[len(p) :]) for p in out]
+
+
+@needs_compiled
+@pytest.mark.parametrize("name", CLEAN)
+def test_every_forbidden_card_of_a_hand_is_judged_like_the_reference(name: str) -> None:
+    """Deals played out by random legal cards but for one forbidden card the seat holds,
+    at every play in turn and each such card (with no claimed scores, so that only the
+    rules of play can tell): the checker's all-legal replay vouches for the all-legal deals
+    and for none of the others, as the reference judges them."""
+    rng = random.Random(name)
+    for seed in range(1):
+        # Deal 1, and the first koz deal (never the first under some rulesets), each the
+        # last of a match abandoned there: the fewer deals, the quicker the reference.
+        whole = _match(name, seed)
+        koz = next(i for i, d in enumerate(whole.deals) if int(d.contract) == Contract.KOZ)
+        for index in (0, koz):
+            match = _match(name, seed)
+            del match.deals[index + 1 :]
+            match.status = pb.MATCH_STATUS_ABANDONED
+            deal = match.deals[index]
+            del match.claimed_totals[:], deal.claimed_scores[:], deal.think_ms[:]
+            del deal.auto_plays[:]
+            deal.ClearField("end")
+            variants = _playout(match, index, rng)
+            for wrong_at in range(52):
+                variants += _playout(match, index, rng, wrong_at, rng.randrange(13))
+            for n, plays in enumerate(variants):
+                deal.plays = plays
+                payload = match.SerializeToString()
+                reference = _reference(payload)
+                assert isinstance(reference, MatchReport)
+                clean = reference.findings == []
+                assert clean == (n == 0), reference.findings  # the first: every card legal
+                assert fastcheck.check_payload(payload)[0] == clean, (seed, index, plays.hex())
+                assert _fast(payload) == reference
 
 
 def test_validate_payloads_judges_each_record_alone_as_validate_payload_does(

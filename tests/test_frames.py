@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 import os
@@ -297,3 +298,67 @@ def test_the_reader_uses_the_compiled_loop_when_it_is_built() -> None:
 
 def test_the_pure_python_switch_forces_the_reference_loop() -> None:
     assert _loop_in_subprocess(KINGREC_PURE_PYTHON="1") == "kingrec._frames_py"
+
+
+# -- judging frames where they lie (the batch checker, kingrec.judges) ---------------------
+
+
+@functools.cache
+def _matches() -> list[bytes]:
+    """Real records: clean ones of two rulesets, and one with a finding."""
+    from kingrec.rules import PRESETS
+    from kingrec.simulate import simulate_match
+
+    clean = [simulate_match(PRESETS[name], 4).SerializeToString() for name in ("classic", "short")]
+    broken = simulate_match(PRESETS["classic"], 5)
+    broken.deals[2].plays = bytes(reversed(broken.deals[2].plays))
+    return [*clean, broken.SerializeToString()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(_segments | st.integers(0, 2).map(lambda i: _frame(_matches()[i])), max_size=12),
+    data=st.data(),
+)
+def test_frames_judged_where_they_lie_are_the_frames_the_scan_takes_judged(
+    parts: list[bytes], data: st.DataObject
+) -> None:
+    """``check_frames`` is ``scan_frames`` (up to ``max_frames`` frames) then ``check_run``
+    of the payloads it took: the same stop, offsets, verdicts and keys."""
+    from kingrec.fastcheck import checker_of
+
+    checker = checker_of()
+    if checker is None:
+        pytest.skip("the compiled checker is not built")
+    buf = b"".join(parts)
+    end = data.draw(st.integers(0, len(buf)))
+    starts = [at for at in itertools.accumulate(map(len, parts), initial=0) if at <= end]
+    start = data.draw(st.sampled_from(starts) | st.integers(0, end))
+    max_payload = data.draw(st.sampled_from([0, 40, 1 << 20]))
+    max_frames = data.draw(st.integers(0, 13))
+
+    payloads, offsets, stop = _frames_py.scan_frames(buf, start, end, max_payload)
+    if len(offsets) > max_frames:
+        stop, payloads, offsets = offsets[max_frames], payloads[:max_frames], offsets[:max_frames]
+    clean, deals, dirty, keys = checker.check_run(payloads)
+    got = checker.check_frames(bytearray(buf), start, end, max_payload, max_frames)
+    assert got[0] == stop
+    assert list(memoryview(got[1]).cast("Q")) == offsets
+    assert got[2:] == (clean, deals, dirty, [payloads[i] for i in dirty], keys)
+
+
+def test_check_frames_refuses_arguments_outside_the_buffer() -> None:
+    from kingrec.fastcheck import checker_of
+
+    checker = checker_of()
+    if checker is None:
+        pytest.skip("the compiled checker is not built")
+    for start, end, max_payload, frames in [
+        (-1, 0, 9, 1),
+        (0, 9, 9, 1),
+        (2, 1, 9, 1),
+        (0, 0, -1, 1),
+        (0, 0, 9, -1),
+    ]:
+        with pytest.raises(ValueError, match="check_frames: need"):
+            checker.check_frames(bytearray(8), start, end, max_payload, frames)

@@ -157,6 +157,46 @@ def test_a_message_is_written_as_rich_writes_it_whether_or_not_rich_is_loaded(
     assert stderr.getvalue() == by_rich.getvalue()
 
 
+# What ``kingrec validate FILE.krec`` of valid records must not load on one job: its text
+# report is one plain line, and nothing is split across processes.
+NOT_FOR_VALIDATE = ("kingrec.jsonl", "rich", "multiprocessing", "kingrec.workers")
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "valid" / "classic.krec"
+
+
+def test_validate_of_valid_records_on_one_job_loads_neither_json_nor_rich_nor_a_pool(
+    tmp_path: Path,
+) -> None:
+    loaded = loaded_by(tmp_path, "validate", str(SAMPLE))
+    pulled = {m for m in loaded for bad in NOT_FOR_VALIDATE if m == bad or m.startswith(bad + ".")}
+    assert pulled == set()
+    assert "kingrec.fastcheck" in loaded  # ...and it did judge the records
+
+
+def test_validate_with_jobs_or_json_loads_the_pool_or_the_json_writer(tmp_path: Path) -> None:
+    # The other side of the test above.
+    assert "multiprocessing.pool" in loaded_by(tmp_path, "validate", "-j", "2", str(SAMPLE))
+    assert "kingrec.jsonl" in loaded_by(tmp_path, "validate", "--all", "--json", str(SAMPLE))
+
+
+@pytest.mark.parametrize("line", [*MESSAGES, "checked 2 match(es), 40 deal(s)", ""])
+def test_a_report_line_is_written_as_rich_writes_it_whether_or_not_rich_is_loaded(
+    line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from rich.console import Console
+    from rich.markup import escape
+
+    from kingrec_cli.terminal import Terminal, shown
+
+    by_rich = io.StringIO()
+    Console(file=by_rich, highlight=False, emoji=False, soft_wrap=True).print(escape(shown(line)))
+    stdout = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", stdout)
+    Terminal().line(line)
+    assert stdout.getvalue() == by_rich.getvalue()
+
+
 def test_kingrec_help_lists_every_command_without_importing_one(tmp_path: Path) -> None:
     loaded = loaded_by(tmp_path, "--help")
     from kingrec_cli.main import COMMANDS

@@ -15,12 +15,16 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kingrec import _twins
+from kingrec import _twins, judges
 from kingrec.container import KrecWriter
+from kingrec.fastcheck import validate_runs
+from kingrec.findings import CleanMatches
 from kingrec.judges import JudgePool
 from kingrec.records import open_records
 from kingrec.simrun import simulate_to_file
@@ -292,3 +296,82 @@ def test_ctrl_c_during_several_jobs_exits_130_and_leaves_no_worker(
     while _session(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert _session(proc.pid) == {}
+
+
+# -- one job: the frames of a regular .krec file judged where they lie ----------------------
+
+
+def _items(items: Iterable[object]) -> tuple[list[object], int, int]:
+    """Verdicts as a report shows them: every report and damage in order, the clean
+    matches counted (how they are grouped into CleanMatches items shows nowhere)."""
+    out: list[object] = []
+    clean = deals = 0
+    for item in items:
+        if isinstance(item, CleanMatches):
+            clean, deals = clean + item.count, deals + item.deals
+        else:
+            out.append(item)
+    return out, clean, deals
+
+
+@pytest.mark.parametrize("block", [100, 9_000, 60_000], ids=lambda b: f"block {b}")
+@pytest.mark.parametrize(
+    "case",
+    [
+        "big",
+        "repeats across files",
+        "damage and a truncated tail",
+        "truncated",
+        "invalid among valid",
+    ],
+)
+def test_judging_in_place_gives_the_items_of_the_reader_whatever_the_blocks(
+    files: dict[str, Path], case: str, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks smaller than a frame (the reader takes the file from its start), of about one
+    frame, of a dozen, and pieces of three frames: block and piece ends fall everywhere, next
+    to damage and repeats, and the items are the reader's."""
+    if _twins.COMPILED is None:
+        pytest.skip("the compiled twins are not built")
+    monkeypatch.setattr(judges, "_HERE_BLOCK", block)
+    monkeypatch.setattr(judges, "PIECE_FRAMES", 3)
+    judged_in_place: list[int] = []
+    pieces_of = judges._judged_pieces
+
+    def counted(*args: Any) -> Any:
+        for piece, stop in pieces_of(*args):
+            judged_in_place.append(len(piece[1]))
+            yield piece, stop
+
+    monkeypatch.setattr(judges, "_judged_pieces", counted)
+    here_seen: set[int] = set()
+    reader_seen: set[int] = set()
+    for path in _paths(files, case):
+        with open_records(path) as records:
+            assert judges.can_read_by_offset(records)
+            here = _items(validate_records(records, count_clean=True, seen=here_seen))
+        with open_records(path) as records:
+            runs = records.raw_frame_runs()
+            reader = _items(validate_runs(runs, path, count_clean=True, seen=reader_seen))
+        assert here == reader
+    # Blocks that hold a frame were judged in place (a smaller one never is).
+    assert (sum(judged_in_place) > 0) == (block > 5_000)
+
+
+@pytest.mark.parametrize("options", [(), ("--json",), ("--quiet",)], ids=["plain", "json", "quiet"])
+@pytest.mark.parametrize("case", CASES)
+def test_one_job_judging_in_place_reports_as_the_reader_and_the_reference_do(
+    files: dict[str, Path], case: str, options: tuple[str, ...]
+) -> None:
+    """The compiled twins (frames judged where they lie) against the pure-Python ones (every
+    record decoded from the reader's frames and judged by the reference): the same bytes."""
+    if _twins.COMPILED is None:
+        pytest.skip("the compiled twins are not built")
+    paths = _paths(files, case)
+    compiled, pure = run(*options, *paths), run(*options, *paths, pure=True)
+    assert b"Traceback" not in compiled.stderr
+    assert (compiled.stdout, compiled.stderr, compiled.returncode) == (
+        pure.stdout,
+        pure.stderr,
+        pure.returncode,
+    )
