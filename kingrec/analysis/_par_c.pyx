@@ -12,28 +12,67 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
 from kingrec._core cimport (
-    ALL_CARDS, EL_ALMAZ, END_PLAYING, F_TRUMP_LEAD_BREAK, KOZ, PENALTY, SON_IKI, SUIT,
-    SUIT_OF, DealState, deal_legal, deal_push, high_card, low_card, popcount, to_play,
+    ALL_CARDS, EL_ALMAZ, END_PLAYING, F_MUST_OVERTRUMP, F_RAISE_ON_TRUMP_LEAD,
+    F_TRUMP_LEAD_BREAK, F_WITHHOLDING, KOZ, PENALTY, SON_IKI, SUIT, SUIT_OF, DealState,
+    deal_legal, deal_push, high_card, highest_of_suit, low_card, popcount, to_play,
     trick_winner,
 )
 
 __all__ = ["CLOCK_EVERY", "TT_ENTRIES", "ParSearch"]
 
 cdef enum:
-    WAYS = 4  # entries per bucket
-    BUCKETS = 1 << 18  # 2**20 entries of 40 bytes: 40 MiB per deal being searched
+    POOL = 1 << 20  # entries of 64 bytes: 64 MiB per deal being searched
+    BUCKETS = 1 << 20  # chains of entries, by the hash of where an entry is filed
     EVERY = 4096  # nodes between two looks at the clock
 
-TT_ENTRIES = WAYS * BUCKETS
+# _par_py.LEVELS: an entry names at least this many top cards of each suit (all of a
+# shorter one); it is kept in the bucket of its level, hashed on those cards.
+cdef enum:
+    NLEVELS = 5
+cdef int LEVELS[NLEVELS]
+LEVELS[:] = [0, 1, 2, 4, 13]
+
+
+cdef inline int bit_length(unsigned int x) noexcept nogil:
+    return high_card(x) + 1 if x else 0
+
+
+cdef inline int suit_count(uint64_t lengths, int suit) noexcept nogil:
+    """The cards of ``suit`` out, from a key's lengths."""
+    return ((lengths >> (16 * suit)) & 15) + ((lengths >> (16 * suit + 4)) & 15) + (
+        (lengths >> (16 * suit + 8)) & 15) + ((lengths >> (16 * suit + 12)) & 15)
+
+
+cdef inline int pattern_level(uint64_t lengths, const unsigned char* shift) noexcept nogil:
+    """``_par_py._level``: the highest level whose cards a pattern names."""
+    cdef int level, suit, count, keep
+    for level in range(NLEVELS - 1, 0, -1):
+        for suit in range(4):
+            count = suit_count(lengths, suit)
+            keep = LEVELS[level] if LEVELS[level] < count else count
+            if count - shift[suit] // 3 < keep:
+                break
+        else:
+            return level
+    return 0
+
+TT_ENTRIES = POOL - 1
 CLOCK_EVERY = EVERY
 
 ctypedef struct Entry:
-    # Per suit, what is left (0 in key[0]: an empty entry); the leader and the hero on top.
-    uint64_t key[4]
+    # The key (_par_py.ParSearch._key): each hand's length in each suit, 4 bits each (hand
+    # h, suit s at 16 s + 4 h); and 1 | leader << 1 | hero << 3 | the penalty cards out of
+    # suit s << 5 + 4 s | the level << 21 (0: an empty entry).
+    uint64_t lengths
+    uint64_t rest
+    uint64_t top[4]  # the pattern (_par_py._relevant_ranks): per suit the code's top ...
+    unsigned char shift[4]  # ... once shifted right by this many bits
+    unsigned int next  # the next entry of its chain (0: none; entry 0 is never used)
+    unsigned int chain  # the chain it is on
+    unsigned int cost  # the nodes spent finding what it holds (at most 2**32 - 1)
     signed char low
     signed char high
     signed char move  # the best move found, as a relative card (suit * 16 + place), or -1
-    unsigned char depth  # cards still out: what the entry saves when it is hit
 
 
 cdef inline uint64_t mix(uint64_t x) noexcept nogil:
@@ -43,16 +82,70 @@ cdef inline uint64_t mix(uint64_t x) noexcept nogil:
     return x
 
 
+cdef inline uint64_t winning_rank(const int* trick, int trump) noexcept nogil:
+    """``_par_py._winning_rank`` of a complete trick."""
+    cdef int winner = trick[trick_winner(trick, 4, trump)], rivals = 0, i
+    for i in range(4):
+        if SUIT_OF[trick[i]] == SUIT_OF[winner]:
+            rivals += 1
+    return <uint64_t>1 << winner if rivals > 1 else 0
+
+
+cdef inline uint64_t named_cards(const unsigned char* shift, uint64_t played) noexcept nogil:
+    """``_par_py._named_cards``."""
+    cdef uint64_t out, top, named = 0
+    cdef int suit, i
+    for suit in range(4):
+        out = SUIT[suit] & ~played
+        for i in range(popcount(out) - shift[suit] // 3):
+            top = <uint64_t>1 << high_card(out)
+            named |= top
+            out ^= top
+    return named
+
+
+cdef inline uint64_t relevant_ranks(const uint64_t* codes, uint64_t relevant, uint64_t played,
+                                    uint64_t* top, unsigned char* shift) noexcept nogil:
+    """``_par_py._relevant_ranks``: the pattern into ``top`` and ``shift``; the cards it
+    names."""
+    cdef uint64_t out, marked, code
+    cdef int suit, count, named, alike
+    cdef uint64_t bottom
+    for suit in range(4):
+        out = SUIT[suit] & ~played
+        count = popcount(out)
+        marked = relevant & out
+        code = codes[suit]
+        named = popcount(out & ~((marked & (~marked + 1)) - 1)) if marked else 0
+        bottom = code & 1
+        alike = 0
+        while alike < count and (code >> (3 * alike)) & 1 == bottom:
+            alike += 1
+        if named < count - alike:
+            named = count - alike
+        while (0 < named < count and (code >> (3 * (count - named))) & 7
+                == (code >> (3 * (count - named - 1))) & 7):
+            named += 1
+        shift[suit] = <unsigned char>(3 * (count - named))
+        top[suit] = code >> shift[suit]
+    return named_cards(shift, played)
+
+
 cdef class ParSearch:
     """Searches positions of one deal, for any hero seat (``_par_py.ParSearch``)."""
 
     cdef readonly int contract, trump, seat
     cdef readonly long flags
     cdef readonly unsigned long long nodes, tt_probes, tt_hits, tt_cuts, searched_starts
+    cdef readonly unsigned long long passes
+    cdef uint64_t relevant  # _par_py.ParSearch.relevant
     cdef unsigned long long by_card[4]
     cdef bint hero_wants_units, aborted
     cdef uint64_t penalty
-    cdef Entry* table
+    cdef Entry* table  # the pool of entries: 1 .. used - 1 hold something
+    cdef unsigned int* chains  # the first entry of each chain
+    cdef unsigned int used
+    cdef readonly unsigned long long sweeps  # times the pool was full and swept
     cdef unsigned long long node_limit
     cdef long long deadline
     cdef object clock
@@ -65,6 +158,8 @@ cdef class ParSearch:
         self.hero_wants_units = contract == KOZ
         self.penalty = PENALTY[contract] if 0 <= contract < 8 else 0
         self.table = NULL
+        self.chains = NULL
+        self.used = 1
         memset(self.by_card, 0, sizeof(self.by_card))
 
     @property
@@ -74,6 +169,7 @@ cdef class ParSearch:
 
     def __dealloc__(self):
         free(self.table)
+        free(self.chains)
 
     def units_left(self, int seat, held, int leader, trick, uint64_t played, int ntricks,
                    unsigned long long node_limit=0, long long deadline_ns=0, clock=None,
@@ -86,8 +182,9 @@ cdef class ParSearch:
             raise ValueError("seat and leader are 0..3, and a trick on the table has 0..3 cards")
         self.seat = seat
         if self.table == NULL:
-            self.table = <Entry*>calloc(WAYS * BUCKETS, sizeof(Entry))
-            if self.table == NULL:
+            self.table = <Entry*>calloc(POOL, sizeof(Entry))
+            self.chains = <unsigned int*>calloc(BUCKETS, sizeof(unsigned int))
+            if self.table == NULL or self.chains == NULL:
                 raise MemoryError("no memory for the par search's table")
         memset(&d, 0, sizeof(DealState))
         for i in range(4):
@@ -120,6 +217,7 @@ cdef class ParSearch:
         while low < high:
             target = guess + 1 if guess == low else guess
             guess = self._search(d, target - 1, target)
+            self.passes += 1
             if self.aborted:
                 return 0
             if guess < target:
@@ -189,70 +287,202 @@ cdef class ParSearch:
             return most
         return -1
 
-    cdef void _key(self, const DealState* d, uint64_t* key) noexcept nogil:
-        cdef int suit
-        cdef uint64_t code, out, low, owner
+    # -- the table: relevant ranks (_par_py.ParSearch, where the proof is) ---------------
+
+    cdef void _key(self, const DealState* d, uint64_t* key, uint64_t* codes) noexcept nogil:
+        """``_par_py.ParSearch._key``: key[0] the lengths, key[1] the rest (see Entry)."""
+        cdef int suit, s
+        cdef uint64_t code, out, top, owner
+        key[0] = 0
+        key[1] = 1 | <uint64_t>d.leader << 1 | <uint64_t>self.seat << 3
         for suit in range(4):
-            code = 1
             out = SUIT[suit] & ~d.played
+            for s in range(4):
+                key[0] |= <uint64_t>popcount(d.held[s] & SUIT[suit]) << (16 * suit + 4 * s)
+            key[1] |= <uint64_t>popcount(out & self.penalty) << (5 + 4 * suit)
+            code = 0
             while out:
-                low = out & (~out + 1)
-                if d.held[0] & low:
+                top = <uint64_t>1 << high_card(out)
+                if d.held[0] & top:
                     owner = 0
-                elif d.held[1] & low:
+                elif d.held[1] & top:
                     owner = 1
-                elif d.held[2] & low:
+                elif d.held[2] & top:
                     owner = 2
                 else:
                     owner = 3
-                code = code << 3 | owner << 1 | (1 if self.penalty & low else 0)
-                out ^= low
-            key[suit] = code
-        key[0] |= <uint64_t>d.leader << 56 | <uint64_t>self.seat << 58
+                code = code << 3 | owner << 1 | (1 if self.penalty & top else 0)
+                out ^= top
+            codes[suit] = code
 
-    cdef Entry* _bucket(self, const uint64_t* key) noexcept nogil:
-        cdef uint64_t h = mix(key[0] ^ mix(key[1] ^ mix(key[2] ^ mix(key[3]))))
-        return &self.table[(h & (BUCKETS - 1)) * WAYS]
+    cdef unsigned int _chain(self, const uint64_t* key, int level,
+                             const uint64_t* codes) noexcept nogil:
+        """``_par_py._filed``, hashed: the chain of the entries of ``level``."""
+        cdef uint64_t h = mix(key[0] ^ mix(key[1] | <uint64_t>level << 21))
+        cdef int suit, count, keep
+        for suit in range(4):
+            count = suit_count(key[0], suit)
+            keep = LEVELS[level] if LEVELS[level] < count else count
+            h = mix(h ^ (codes[suit] >> (3 * (count - keep))) ^ <uint64_t>suit << 60)
+        return <unsigned int>(h & (BUCKETS - 1))
 
-    cdef Entry* _find(self, const uint64_t* key) noexcept nogil:
-        """The entry holding ``key``, or NULL."""
-        cdef Entry* e = self._bucket(key)
-        cdef int i
-        for i in range(WAYS):
-            if (e[i].key[0] == key[0] and e[i].key[1] == key[1] and e[i].key[2] == key[2]
-                    and e[i].key[3] == key[3]):
-                return &e[i]
-        return NULL
+    cdef bint _find(self, const uint64_t* key, const uint64_t* codes, uint64_t played,
+                    int* low, int* high, int* move, uint64_t* named) noexcept nogil:
+        """``_par_py.ParSearch._find``: False when no entry matches."""
+        cdef Entry* e
+        cdef unsigned int i
+        cdef int suit, level, small, fewest = 99
+        cdef uint64_t rest
+        cdef bint found = False
+        for level in range(NLEVELS):
+            rest = key[1] | <uint64_t>level << 21
+            i = self.chains[self._chain(key, level, codes)]
+            while i:
+                e = &self.table[i]
+                i = e.next
+                if e.rest != rest or e.lengths != key[0]:
+                    continue
+                for suit in range(4):
+                    if codes[suit] >> e.shift[suit] != e.top[suit]:
+                        break
+                else:
+                    if not found:
+                        found = True
+                        low[0], high[0], named[0] = e.low, e.high, 0
+                    # the best move of the entry nearest the position: the fewest small cards
+                    small = e.shift[0] + e.shift[1] + e.shift[2] + e.shift[3]
+                    if small < fewest:
+                        fewest, move[0] = small, e.move
+                    if e.low > low[0]:
+                        low[0] = e.low
+                    if e.high < high[0]:
+                        high[0] = e.high
+                    named[0] |= named_cards(e.shift, played)
+        return found
 
-    cdef void _store(self, const uint64_t* key, int depth, int value, int alpha,
-                     int beta, int move) noexcept nogil:
-        cdef Entry* e = self._find(key)
-        cdef Entry* bucket
-        cdef int low, high, i
-        if e == NULL:
-            # A free entry, else the one that saves least: the fewest cards still out.
-            bucket = self._bucket(key)
-            e = &bucket[0]
-            for i in range(WAYS):
-                if bucket[i].key[0] == 0:
-                    e = &bucket[i]
+    cdef void _sweep(self) noexcept nogil:
+        """The pool is full: keep the costlier half of the entries (by the bit length of
+        their cost), in their order, and forget the rest."""
+        cdef unsigned int counts[34]
+        cdef unsigned int i, kept = 1, total = 0, tail
+        cdef int bits, cut = 0
+        memset(counts, 0, sizeof(counts))
+        for i in range(1, self.used):
+            counts[bit_length(self.table[i].cost)] += 1
+        while cut < 33 and total + counts[cut] < (self.used - 1) // 2:
+            total += counts[cut]
+            cut += 1
+        memset(self.chains, 0, BUCKETS * sizeof(unsigned int))
+        for i in range(1, self.used):
+            if bit_length(self.table[i].cost) <= cut:
+                continue
+            self.table[kept] = self.table[i]
+            self.table[kept].next = 0
+            # Appended at the end of its chain, which the order of the pool keeps in order.
+            tail = self.chains[self.table[kept].chain]
+            if tail == 0:
+                self.chains[self.table[kept].chain] = kept
+            else:
+                while self.table[tail].next:
+                    tail = self.table[tail].next
+                self.table[tail].next = kept
+            kept += 1
+        memset(&self.table[kept], 0, (self.used - kept) * sizeof(Entry))
+        self.used = kept
+        self.sweeps += 1
+
+    cdef void _store(self, const uint64_t* key, const uint64_t* codes, const uint64_t* top,
+                     const unsigned char* shift, int value, int alpha, int beta, int move,
+                     unsigned long long cost) noexcept nogil:
+        """``_par_py.ParSearch._store``."""
+        cdef Entry* e = NULL
+        cdef unsigned int i, last = 0, chain
+        cdef int suit, level = pattern_level(key[0], shift)
+        cdef uint64_t rest = key[1] | <uint64_t>level << 21
+        chain = self._chain(key, level, codes)
+        i = self.chains[chain]
+        while i:
+            if self.table[i].rest == rest and self.table[i].lengths == key[0]:
+                for suit in range(4):
+                    if (self.table[i].shift[suit] != shift[suit]
+                            or self.table[i].top[suit] != top[suit]):
+                        break
+                else:
+                    e = &self.table[i]
                     break
-                if bucket[i].depth < e.depth:
-                    e = &bucket[i]
-            e.key[0], e.key[1], e.key[2], e.key[3] = key[0], key[1], key[2], key[3]
-            e.low, e.high = 0, 13
-            e.depth = <unsigned char>depth
-        low, high = e.low, e.high
+            last = i
+            i = self.table[i].next
+        if e == NULL:
+            if self.used == POOL:
+                self._sweep()
+                self._store(key, codes, top, shift, value, alpha, beta, move, cost)
+                return
+            e = &self.table[self.used]
+            if last == 0:
+                self.chains[chain] = self.used
+            else:
+                self.table[last].next = self.used
+            self.used += 1
+            e.lengths, e.rest, e.next, e.chain = key[0], rest, 0, chain
+            for suit in range(4):
+                e.top[suit], e.shift[suit] = top[suit], shift[suit]
+            e.low, e.high, e.move, e.cost = 0, 13, -1, 0
         if value <= alpha:
-            if value < high:
-                high = value
+            if value < e.high:
+                e.high = <signed char>value
         elif value >= beta:
-            if value > low:
-                low = value
+            if value > e.low:
+                e.low = <signed char>value
         else:
-            low = high = value
-        e.low, e.high = <signed char>low, <signed char>high
+            e.low = e.high = <signed char>value
         e.move = <signed char>move
+        e.cost = <unsigned int>(e.cost + cost if e.cost + cost < 0xFFFFFFFFULL else 0xFFFFFFFFULL)
+
+    cdef uint64_t _rule_ranks(self, const DealState* d) noexcept nogil:
+        """``_par_py.ParSearch._rule_ranks``."""
+        cdef int led, top
+        cdef bint follows
+        if d.ntrick == 0:
+            return 0
+        led = SUIT_OF[d.trick[0]]
+        follows = (d.held[to_play(d)] & SUIT[led]) != 0
+        top = -1
+        if self.contract == KOZ:
+            if follows and led == self.trump and self.flags & F_RAISE_ON_TRUMP_LEAD:
+                top = highest_of_suit(d.trick, d.ntrick, led)
+            elif not follows and self.flags & F_MUST_OVERTRUMP:
+                top = highest_of_suit(d.trick, d.ntrick, self.trump)
+        elif follows and self.flags & F_WITHHOLDING:
+            top = highest_of_suit(d.trick, d.ntrick, led)
+        return <uint64_t>1 << top if top >= 0 else 0
+
+    cdef uint64_t _top_runs(self, const DealState* d, int holder) noexcept nogil:
+        """``_par_py.ParSearch._top_runs``."""
+        cdef uint64_t hand = d.held[holder], rest, top, runs = 0
+        cdef int suit
+        for suit in range(4):
+            rest = SUIT[suit] & ~d.played
+            while rest:
+                top = <uint64_t>1 << high_card(rest)
+                if not hand & top:
+                    break
+                runs |= top
+                rest ^= top
+        return runs
+
+    cdef uint64_t _ranked_out_ranks(self, const DealState* d, bint below) noexcept nogil:
+        """``_par_py.ParSearch._ranked_out_ranks``."""
+        cdef int seat = self.seat, suit
+        cdef uint64_t hero = d.held[seat], mine, theirs, lowest, named = 0
+        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
+                                | d.held[(seat + 3) & 3])
+        for suit in range(4):
+            mine = hero & SUIT[suit]
+            theirs = others & SUIT[suit]
+            if mine and theirs:
+                lowest = theirs if below else mine
+                named |= lowest & (~lowest + 1)
+        return named
 
     cdef int _relative(self, const DealState* d, int card) noexcept nogil:
         """``_par_py.ParSearch._relative``."""
@@ -322,8 +552,12 @@ cdef class ParSearch:
 
     cdef int _search(self, const DealState* d, int alpha, int beta) except? -9:
         cdef DealState child
-        cdef uint64_t key[4]
-        cdef Entry* e
+        cdef uint64_t key[2]
+        cdef uint64_t codes[4]
+        cdef uint64_t top[4]
+        cdef unsigned char shift[4]
+        cdef uint64_t relevant, narrowed = 0
+        cdef unsigned long long started = 0
         cdef int most, low, high, best, value, gained, i, j, n, hint = -1, first, best_card = -1
         cdef int original_alpha, original_beta
         cdef uint64_t trumps
@@ -338,6 +572,7 @@ cdef class ParSearch:
                 self.aborted = True
                 return 0
         self.by_card[d.ntrick] += 1
+        self.relevant = 0
         if d.end != END_PLAYING:
             return 0
         most = self._units_in_play(d)
@@ -348,14 +583,19 @@ cdef class ParSearch:
         if d.ntrick == 0 and d.ntricks == 12:
             child = d[0]
             for i in range(4):
-                deal_push(&child, low_card(child.held[to_play(&child)]))
+                cards[i] = low_card(child.held[to_play(&child)])
+                deal_push(&child, cards[i])
+            self.relevant = winning_rank(cards, d.trump)
             return child.units[self.seat] - d.units[self.seat]
         if d.ntrick == 0:
+            self.relevant = ALL_CARDS  # _par_py: a bound that names nothing rests on all
             if self.hero_wants_units:
                 value = self._sure_tricks(d, d.leader)
                 if d.leader == self.seat and (value >= beta or value == most):
+                    self.relevant = self._top_runs(d, d.leader)
                     return value
                 if d.leader != self.seat and most - value <= alpha:
+                    self.relevant = self._top_runs(d, d.leader)
                     return most - value
                 # _par_py.ParSearch._top_trumps: one trick for each of the highest trumps
                 # still out held by one seat
@@ -369,31 +609,36 @@ cdef class ParSearch:
                         value += 1
                         trumps ^= <uint64_t>1 << high_card(trumps)
                     if i == self.seat and value >= beta:
+                        self.relevant = self._top_runs(d, i)
                         return value
                     if i != self.seat and most - value <= alpha:
+                        self.relevant = self._top_runs(d, i)
                         return most - value
             else:
                 value = self._ranked_out(d, most)
                 if value >= 0:
+                    self.relevant = self._ranked_out_ranks(d, value == 0)
                     return value
             keyed = True
-            self._key(d, key)
+            self._key(d, key, codes)
             self.tt_probes += 1
-            e = self._find(key)
-            if e != NULL:
+            if self._find(key, codes, d.played, &low, &high, &hint, &narrowed):
                 self.tt_hits += 1
-                low, high, hint = e.low, e.high, e.move
+                self.relevant = narrowed
                 if low == high or low >= beta:
                     self.tt_cuts += 1
                     return low
                 if high <= alpha:
                     self.tt_cuts += 1
                     return high
+                if low <= alpha and high >= beta:
+                    narrowed = 0
                 if low > alpha:
                     alpha = low
                 if high < beta:
                     beta = high
             self.searched_starts += 1
+            started = self.nodes
         maximizing = (to_play(d) == self.seat) == self.hero_wants_units
         original_alpha, original_beta = alpha, beta
         best = -1 if maximizing else 14
@@ -408,6 +653,7 @@ cdef class ParSearch:
                         j -= 1
                     cards[0] = first
                     break
+        relevant = narrowed | self._rule_ranks(d)  # _par_py.ParSearch._search
         for i in range(n):
             child = d[0]
             deal_push(&child, cards[i])
@@ -415,6 +661,9 @@ cdef class ParSearch:
             value = gained + self._search(&child, alpha - gained, beta - gained)
             if self.aborted:
                 return 0
+            relevant |= self.relevant
+            if d.ntrick == 3:
+                relevant |= winning_rank(child.trick, d.trump)
             if maximizing:
                 if value > best:
                     best = value
@@ -429,6 +678,8 @@ cdef class ParSearch:
             if alpha >= beta:
                 break
         if keyed:
-            self._store(key, 52 - popcount(d.played), best, original_alpha, original_beta,
-                        self._relative(d, best_card))
+            relevant = relevant_ranks(codes, relevant, d.played, top, shift)
+            self._store(key, codes, top, shift, best, original_alpha, original_beta,
+                        self._relative(d, best_card), self.nodes - started)
+        self.relevant = relevant
         return best

@@ -40,15 +40,28 @@ and the same node counts as long as its fixed-size table has not had to forget a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .._engine_py import Deal, trick_winner
-from .._engine_types import END_PLAYING, F_TRUMP_LEAD_BREAK
+from .._engine_types import (
+    END_PLAYING,
+    F_MUST_OVERTRUMP,
+    F_RAISE_ON_TRUMP_LEAD,
+    F_TRUMP_LEAD_BREAK,
+    F_WITHHOLDING,
+)
 from ..cards import SUIT_MASKS
 from ..contracts import PENALTY_MASKS, Contract
 
 __all__ = ["CLOCK_EVERY", "ParSearch"]
 
 CLOCK_EVERY = 4096  # nodes between two looks at the clock
+# An entry names at least this many top cards of each suit (all of a shorter suit) for the
+# highest level it is filed under; a look tries every level. Filing the entries that name
+# many cards apart, under those cards, keeps them from crowding out each other (and the
+# ones that name few) where the lengths alone are alike.
+LEVELS = (0, 1, 2, 4, 13)
+_ALL_CARDS = (1 << 52) - 1
 _DEAL_SLOTS = Deal.__slots__
 
 
@@ -97,8 +110,10 @@ class ParSearch:
         self.seat = 0  # the hero of the search under way
         self.hero_wants_units = contract == Contract.KOZ
         self.penalty = PENALTY_MASKS[contract]
-        # key -> (lower bound, upper bound, best move as a relative card or -1)
-        self.table: dict[tuple[int, ...], tuple[int, int, int]] = {}
+        # where filed (_filed) -> entries [pattern, lower bound, upper bound, best move as
+        # a relative card or -1, nodes spent finding it] (the table: relevant ranks, below)
+        self.table: dict[tuple[int, ...], list[list[Any]]] = {}
+        self.relevant = 0  # the cards whose ranks the last value _search returned rests on
         self.nodes = 0  # positions searched, over every search of this object
         self.tt_probes = 0  # looks into the table
         self.tt_hits = 0  # looks that found the position
@@ -255,21 +270,128 @@ class ParSearch:
             return most
         return -1
 
-    def _key(self, deal: Deal) -> tuple[int, ...]:
-        """What is left, normalised to relative ranks, who leads, and for whom (at trick
-        boundaries)."""
+    # -- the table: relevant ranks ---------------------------------------------------------
+    #
+    # An entry is found by a key of what every position it may answer for shares: the hero,
+    # the leader, each hand's length in each suit, and the penalty cards out in each suit.
+    # It holds, per suit, how many of the suit's cards out from the top down it names and
+    # who holds each of them with its penalty status (its *pattern*): the ranks the searched
+    # value rested on. The cards below them are "small": only how many each hand holds
+    # counts. A position matches an entry when its key is the entry's and its top cards of
+    # each suit are held as the pattern says. Why that is sound (every rule option):
+    #
+    # Let P be the position searched and P' one that matches. Map P's cards onto P''s: the
+    # named ones by their place from the top of their suit, each hand's small cards of a
+    # suit onto its small cards of that suit (any way). The map keeps suits, holders and
+    # penalty statuses (named cards by the pattern; the small ones of a suit share one
+    # status, as the pattern is widened until they do, and P' has as many penalty cards out
+    # in the suit, by the key); and it keeps every comparison "x below y" where y is named,
+    # since the small cards lie below all named ones in both. The rules ask for ranks only
+    # in comparisons with one card: the trick's winner against the others of its suit
+    # played to the trick; the must-raise and must-overtrump rules against the highest trump
+    # on the trick; withholding against the highest card of the suit led; the lead bans, the
+    # early end and the units in play count cards, which the key keeps. So when the search
+    # names each card that was such a "y" in the first trick (_rule_ranks, _winning_rank),
+    # the first trick is played alike in P and P': the same legal cards, winner and units.
+    # Each position after it matches what its own value rested on (it is named here too,
+    # which only widens the pattern, never narrows it), and by induction on the tricks left
+    # has the same value or bound. Two cards the move list merged (next to each other, one
+    # hand, one status) are both named or both small: the pattern is widened down past the
+    # lowest named card while the card below it is such a neighbour; two small cards of one
+    # hand are interchangeable. The bounds that answer at a trick start name the ranks they
+    # read (_top_runs, _ranked_out_ranks) and are monotone in them; one that names nothing
+    # rests on every card. The table's own bounds, when they narrow the window, add the
+    # ranks their entry names. The entry keeps every value and bound that rests on no more.
+
+    def _key(self, deal: Deal) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """At a trick start: the key (the hero, the leader, per suit each hand's length and
+        the penalty cards out), and per suit its cards out from the top down, three bits
+        each: the holder and the penalty status."""
         held, penalty = deal.held, self.penalty
         key = [self.seat, deal.leader]
+        codes = []
         for suit_mask in SUIT_MASKS:
-            code = 1
             out = suit_mask & ~deal.played
+            key.extend((held[s] & suit_mask).bit_count() for s in range(4))
+            key.append((out & penalty).bit_count())
+            code = 0
             while out:
-                low = out & -out
-                owner = 0 if held[0] & low else 1 if held[1] & low else 2 if held[2] & low else 3
-                code = code << 3 | owner << 1 | (1 if penalty & low else 0)
-                out ^= low
-            key.append(code)
-        return tuple(key)
+                top = 1 << (out.bit_length() - 1)
+                owner = 0 if held[0] & top else 1 if held[1] & top else 2 if held[2] & top else 3
+                code = code << 3 | owner << 1 | (1 if penalty & top else 0)
+                out ^= top
+            codes.append(code)
+        return tuple(key), tuple(codes)
+
+    def _find(
+        self, key: tuple[int, ...], codes: tuple[int, ...], played: int
+    ) -> tuple[int, int, int, int] | None:
+        """What the entries matching the position know: the tightest lower and upper bounds,
+        the first one's best move and the cards their patterns name; None when none does."""
+        found = None
+        fewest = 99  # the small cards of the entry whose move is taken: the nearest one's
+        for level in range(len(LEVELS)):
+            for pattern, low, high, move, _cost in self.table.get(_filed(key, codes, level), ()):
+                if any(
+                    code >> shift != top for code, (shift, top) in zip(codes, pattern, strict=True)
+                ):
+                    continue
+                named = _named_cards(pattern, played)
+                small = sum(shift for shift, _top in pattern)
+                if found is None:
+                    found = (low, high, -1, named)
+                found = (max(found[0], low), min(found[1], high), found[2], found[3] | named)
+                if small < fewest:
+                    fewest, found = small, (found[0], found[1], move, found[3])
+        return found
+
+    def _rule_ranks(self, deal: Deal) -> int:
+        """The card on the trick whose rank decides the legal set of the seat to play (0: none
+        does): the highest trump for the must-raise and must-overtrump rules, the highest
+        card of the suit led for withholding."""
+        trick = deal.trick
+        if not trick:
+            return 0  # the lead: the bans count cards, they compare none
+        flags, led = self.flags, trick[0] // 13
+        follows = deal.held[deal.to_play] & SUIT_MASKS[led]
+        if self.contract == Contract.KOZ:
+            if follows and led == self.trump and flags & F_RAISE_ON_TRUMP_LEAD:
+                return _highest_of(trick, led)
+            if not follows and flags & F_MUST_OVERTRUMP:
+                return _highest_of(trick, self.trump)
+            return 0
+        if follows and flags & F_WITHHOLDING:
+            return _highest_of(trick, led)
+        return 0
+
+    def _top_runs(self, deal: Deal, holder: int) -> int:
+        """The cards of ``holder`` from the top of each suit down, until another seat's: the
+        ranks the koz sure tricks read (they only grow where these are held alike)."""
+        hand, out, runs = deal.held[holder], ~deal.played, 0
+        for suit_mask in SUIT_MASKS:
+            rest = suit_mask & out
+            while rest:
+                top = 1 << (rest.bit_length() - 1)
+                if not hand & top:
+                    break
+                runs |= top
+                rest ^= top
+        return runs
+
+    def _ranked_out_ranks(self, deal: Deal, below: bool) -> int:
+        """The ranks ``_ranked_out`` read: in each suit the hero and the others share, the
+        lowest of the others' cards (the hero's are all below it) or of the hero's (all the
+        others' are below it)."""
+        seat, held = self.seat, deal.held
+        hero = held[seat]
+        others = held[(seat + 1) % 4] | held[(seat + 2) % 4] | held[(seat + 3) % 4]
+        named = 0
+        for suit_mask in SUIT_MASKS:
+            mine, theirs = hero & suit_mask, others & suit_mask
+            if mine and theirs:
+                lowest = theirs if below else mine
+                named |= lowest & -lowest
+        return named
 
     def _moves(self, deal: Deal) -> list[int]:
         """The legal cards of the seat to play, one per group of equivalent cards, best
@@ -332,6 +454,7 @@ class ParSearch:
         """Units the hero takes from ``deal`` on, within the window (alpha, beta), fail-soft."""
         self._tick()
         self.nodes_by_card[len(deal.trick)] += 1
+        self.relevant = 0  # what the value returned rests on (_relevant_ranks): nothing yet
         if deal.end != END_PLAYING:
             return 0
         most = self._units_in_play(deal)
@@ -340,39 +463,52 @@ class ParSearch:
         if alpha >= most:
             return most
         key: tuple[int, ...] | None = None
+        codes: tuple[int, ...] = ()
+        started = narrowed = 0
         hint = -1
         if not deal.trick and len(deal.winners) == 12:
             return self._last_trick(deal)
         if not deal.trick:
+            # A bound below that does not say which cards it rests on rests on them all.
+            self.relevant = _ALL_CARDS
             if self.hero_wants_units:
                 sure = self._sure_tricks(deal, deal.leader)
                 if deal.leader == self.seat and (sure >= beta or sure == most):
+                    self.relevant = self._top_runs(deal, deal.leader)
                     return sure  # at least these
                 if deal.leader != self.seat and most - sure <= alpha:
+                    self.relevant = self._top_runs(deal, deal.leader)
                     return most - sure  # the leader's sure tricks are lost to the hero
                 holder, trumps = self._top_trumps(deal)
                 if holder == self.seat and trumps >= beta:
+                    self.relevant = self._top_runs(deal, holder)
                     return trumps  # at least one trick with each top trump
                 if holder >= 0 and holder != self.seat and most - trumps <= alpha:
+                    self.relevant = self._top_runs(deal, holder)
                     return most - trumps  # at most the tricks the holder's top trumps leave
             else:
                 ranked = self._ranked_out(deal, most)
                 if ranked >= 0:
+                    self.relevant = self._ranked_out_ranks(deal, ranked == 0)
                     return ranked  # the ranks settle the rest: nothing more, or every unit left
-            key = self._key(deal)
+            key, codes = self._key(deal)
             self.tt_probes += 1
-            bounds = self.table.get(key)
-            if bounds is not None:
+            found = self._find(key, codes, deal.played)
+            if found is not None:
                 self.tt_hits += 1
-                low, high, hint = bounds
+                low, high, hint, narrowed = found
+                self.relevant = narrowed
                 if low == high or low >= beta:
                     self.tt_cuts += 1
                     return low
                 if high <= alpha:
                     self.tt_cuts += 1
                     return high
+                if low <= alpha and high >= beta:
+                    narrowed = 0  # the window stays as it was: the value rests on none of it
                 alpha, beta = max(alpha, low), min(beta, high)
             self.searched_starts += 1
+            started = self.nodes
         maximizing = (deal.to_play == self.seat) == self.hero_wants_units
         seat = self.seat
         original_alpha, original_beta = alpha, beta
@@ -384,12 +520,18 @@ class ParSearch:
             if first in moves:  # the best move of the last search of this position
                 moves.remove(first)
                 moves.insert(0, first)
+        # The value rests on the bounds the table narrowed the window with, on the ranks
+        # that decided the legal set here, and on what each answer below rests on.
+        relevant = narrowed | self._rule_ranks(deal)
         for card in moves:
             child = _clone(deal)
             before = child.units[seat]
             child.push(card)
             gained = child.units[seat] - before
             value = gained + self._search(child, alpha - gained, beta - gained)
+            relevant |= self.relevant
+            if len(deal.trick) == 3:
+                relevant |= _winning_rank([*deal.trick, card], self.trump)
             if maximizing:
                 if value > best:
                     best, best_card = value, card
@@ -400,15 +542,29 @@ class ParSearch:
             if alpha >= beta:
                 break
         if key is not None:
-            self._store(key, best, original_alpha, original_beta, self._relative(deal, best_card))
+            pattern, relevant = _relevant_ranks(codes, relevant, deal.played)
+            self._store(
+                key,
+                codes,
+                pattern,
+                best,
+                original_alpha,
+                original_beta,
+                self._relative(deal, best_card),
+                self.nodes - started,
+            )
+        self.relevant = relevant
         return best
 
     def _last_trick(self, deal: Deal) -> int:
         """The units the hero takes in the last trick: one card each, nothing to choose."""
         last = _clone(deal)
+        trick = []
         for _ in range(4):
             hand = last.held[last.to_play]
-            last.push((hand & -hand).bit_length() - 1)
+            trick.append((hand & -hand).bit_length() - 1)
+            last.push(trick[-1])
+        self.relevant = _winning_rank(trick, self.trump)
         return last.units[self.seat] - deal.units[self.seat]
 
     @staticmethod
@@ -425,13 +581,115 @@ class ParSearch:
             out &= out - 1
         return (out & -out).bit_length() - 1
 
-    def _store(self, key: tuple[int, ...], value: int, alpha: int, beta: int, move: int) -> None:
-        table = self.table
-        low, high, _move = table.get(key, (0, 13, -1))
-        if value <= alpha:
-            high = min(high, value)  # failed low: an upper bound
-        elif value >= beta:
-            low = max(low, value)  # failed high: a lower bound
+    def _store(
+        self,
+        key: tuple[int, ...],
+        codes: tuple[int, ...],
+        pattern: tuple[tuple[int, int], ...],
+        value: int,
+        alpha: int,
+        beta: int,
+        move: int,
+        cost: int,
+    ) -> None:
+        """Keep what a search of ``cost`` nodes learnt: an entry with the same key and
+        pattern gains the bound, else a new one is filed at the end of its list. (The
+        compiled twin's pool, when it is full, keeps the costlier half of its entries.)"""
+        entries = self.table.setdefault(_filed(key, codes, _level(key, pattern)), [])
+        for entry in entries:
+            if entry[0] == pattern:
+                break
         else:
-            low = high = value
-        table[key] = (low, high, move)
+            entry = [pattern, 0, 13, -1, 0]
+            entries.append(entry)
+        if value <= alpha:
+            entry[2] = min(entry[2], value)  # failed low: an upper bound
+        elif value >= beta:
+            entry[1] = max(entry[1], value)  # failed high: a lower bound
+        else:
+            entry[1] = entry[2] = value
+        entry[3] = move
+        entry[4] += cost
+
+
+def _suit_counts(key: tuple[int, ...]) -> list[int]:
+    """The cards out of each suit, from a key (each hand's length of it)."""
+    return [sum(key[2 + 5 * suit : 6 + 5 * suit]) for suit in range(4)]
+
+
+def _filed(key: tuple[int, ...], codes: tuple[int, ...], level: int) -> tuple[int, ...]:
+    """Where the entries of ``level`` for a position are: its key, the level and the top
+    ``LEVELS[level]`` cards of each suit (the compiled twin hashes them to a bucket)."""
+    tops = []
+    for count, code in zip(_suit_counts(key), codes, strict=True):
+        tops.append(code >> 3 * (count - min(LEVELS[level], count)))
+    return (*key, level, *tops)
+
+
+def _level(key: tuple[int, ...], pattern: tuple[tuple[int, int], ...]) -> int:
+    """The highest level whose cards ``pattern`` names in every suit."""
+    counts = _suit_counts(key)
+    for level in range(len(LEVELS) - 1, 0, -1):
+        if all(
+            count - shift // 3 >= min(LEVELS[level], count)
+            for count, (shift, _top) in zip(counts, pattern, strict=True)
+        ):
+            return level
+    return 0
+
+
+def _highest_of(trick: Sequence[int], suit: int) -> int:
+    """The highest card of ``suit`` on ``trick``, as a card mask (0: none)."""
+    cards = [card for card in trick if card // 13 == suit]
+    return 1 << max(cards) if cards else 0
+
+
+def _winning_rank(trick: Sequence[int], trump: int) -> int:
+    """The winner of a complete trick when it beat another card of its suit by rank, as a
+    card mask; 0 when it won by its suit alone (the only trump, or the only card of the suit
+    led), whatever its rank."""
+    winner = trick[trick_winner(trick, trump)]
+    rivals = sum(1 for card in trick if card // 13 == winner // 13)
+    return 1 << winner if rivals > 1 else 0
+
+
+def _relevant_ranks(
+    codes: tuple[int, ...], relevant: int, played: int
+) -> tuple[tuple[tuple[int, int], ...], int]:
+    """The pattern of a searched trick start whose value rests on the ranks of the cards
+    ``relevant``, and the cards it names: per suit, every card from the lowest relevant one
+    up, widened down while the card below is the lowest named card's neighbour (same holder,
+    same status) and until the small cards share one penalty status. A pattern is per suit
+    (shift, top): the suit's code shifted right by ``shift`` bits must equal ``top``."""
+    pattern = []
+    for suit_mask, code in zip(SUIT_MASKS, codes, strict=True):
+        out = suit_mask & ~played
+        count = out.bit_count()
+        marked = relevant & out
+        named = (out & ~((marked & -marked) - 1)).bit_count() if marked else 0
+        bottom = code & 1  # the status of the lowest card out
+        alike = 0  # how many cards from the bottom up share it
+        while alike < count and (code >> 3 * alike) & 1 == bottom:
+            alike += 1
+        named = max(named, count - alike)
+        while 0 < named < count and (
+            (code >> 3 * (count - named)) & 7 == (code >> 3 * (count - named - 1)) & 7
+        ):
+            named += 1
+        shift = 3 * (count - named)
+        pattern.append((shift, code >> shift))
+    result = tuple(pattern)
+    return result, _named_cards(result, played)
+
+
+def _named_cards(pattern: tuple[tuple[int, int], ...], played: int) -> int:
+    """The cards a pattern names in a position whose played cards are ``played``: in each
+    suit, as many cards out from the top down as the pattern holds."""
+    named = 0
+    for suit_mask, (shift, _top) in zip(SUIT_MASKS, pattern, strict=True):
+        out = suit_mask & ~played
+        for _ in range(out.bit_count() - shift // 3):
+            top = 1 << (out.bit_length() - 1)
+            named |= top
+            out ^= top
+    return named
