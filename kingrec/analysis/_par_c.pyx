@@ -189,6 +189,91 @@ cdef class ParSearch:
             return most
         return -1
 
+    cdef int _dumps(self, const DealState* d, uint64_t suit_mask, int skip) noexcept nogil:
+        """``_par_py.ParSearch._this_trick``'s dumps: the three others but the hero and
+        ``skip`` that may play a penalty card to a trick led in the suit."""
+        cdef int f, count = 0
+        cdef uint64_t own
+        for f in range(4):
+            if f == self.seat or f == skip:
+                continue
+            own = d.held[f] & suit_mask if d.held[f] & suit_mask else d.held[f]
+            if own & self.penalty:
+                count += 1
+        return count
+
+    cdef void _this_trick(self, const DealState* d, int most, int* floor,
+                          int* ceiling) noexcept nogil:
+        """``_par_py.ParSearch._this_trick``: a floor and a ceiling on the hero's units."""
+        cdef int seat = self.seat, f, units, shed, worst_win, saved = 0
+        cdef bint per_trick = self.contract == EL_ALMAZ or self.contract == SON_IKI
+        cdef bint sure_win = True
+        cdef uint64_t hero = d.held[seat], penalty = self.penalty
+        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
+                                | d.held[(seat + 3) & 3])
+        cdef uint64_t mask, low, suit_mask, mine, theirs, own
+        floor[0] = 0
+        ceiling[0] = most
+        if self.contract == SON_IKI and d.ntricks < 11:
+            return
+        mask = deal_legal(d)
+        if d.leader == seat:
+            worst_win = most
+            while mask:
+                low = mask & (~mask + 1)
+                mask ^= low
+                suit_mask = SUIT[SUIT_OF[popcount(low - 1)]]
+                theirs = others & suit_mask
+                if theirs < low:  # nothing of theirs above it
+                    if per_trick:
+                        units = 1
+                    else:
+                        units = (1 if penalty & low else 0) + self._dumps(d, suit_mask, seat)
+                    if units < worst_win:
+                        worst_win = units
+                else:
+                    sure_win = False
+                for f in range(4):
+                    own = d.held[f] & suit_mask
+                    if f != seat and own & (~own + 1) > low:
+                        if per_trick or penalty & low:
+                            saved = 1
+            if sure_win:
+                floor[0] = worst_win
+        else:
+            saved = most
+            while mask:
+                low = mask & (~mask + 1)
+                mask ^= low
+                suit_mask = SUIT[SUIT_OF[popcount(low - 1)]]
+                mine = hero & suit_mask
+                theirs = others & suit_mask
+                if mine and (mine & (~mine + 1)) > theirs:
+                    if per_trick:
+                        units = 1
+                    else:
+                        units = ((1 if penalty & low else 0)
+                                 + self._dumps(d, suit_mask, d.leader)
+                                 + (0 if mine & ~penalty else 1))
+                    if units > floor[0]:
+                        floor[0] = units
+                if not mine:
+                    if per_trick:
+                        shed = 1
+                    else:
+                        shed = (1 if penalty & low else 0) + (1 if hero & penalty else 0)
+                elif mine & (low - 1):
+                    if per_trick:
+                        shed = 1
+                    else:
+                        shed = ((1 if penalty & low else 0)
+                                + (1 if mine & (low - 1) & penalty else 0))
+                else:
+                    shed = 0
+                if shed < saved:
+                    saved = shed
+        ceiling[0] = most - saved
+
     cdef void _key(self, const DealState* d, uint64_t* key) noexcept nogil:
         cdef int suit
         cdef uint64_t code, out, low, owner
@@ -376,6 +461,11 @@ cdef class ParSearch:
                 value = self._ranked_out(d, most)
                 if value >= 0:
                     return value
+                self._this_trick(d, most, &low, &high)  # _par_py.ParSearch._this_trick
+                if low >= beta:
+                    return low
+                if high <= alpha:
+                    return high
             keyed = True
             self._key(d, key)
             self.tt_probes += 1

@@ -80,6 +80,11 @@ def _position(
     return deal
 
 
+def _lowest(cards: int) -> int:
+    """The lowest card of a mask, as a mask (0 for none)."""
+    return cards & -cards
+
+
 class OutOfBudget(Exception):
     """The search ran past its node limit or its deadline."""
 
@@ -255,6 +260,111 @@ class ParSearch:
             return most
         return -1
 
+    def _this_trick(self, deal: Deal, most: int) -> tuple[int, int]:
+        """Penalty contracts, at a trick boundary: a floor and a ceiling on the hero's units
+        from here on, from the trick about to be played alone.
+
+        No trumps: a trick goes to the highest card of the suit led. When each of the hero's
+        cards of a suit S is above all the others' cards of S, the hero wins every trick led
+        in S that it follows (it must follow, and any card it plays is the highest); when one
+        of its cards of S is below a card of S already on the trick, or it has none, it can
+        lose the trick. So:
+
+        - floor: another seat leads and may lead a suit S the hero follows high in this way:
+          the three can give it the trick, and with it the card led, their penalty cards
+          (each of the other two followers holding a penalty card it may play: one of S, or
+          any when void in S; withholding and forced discards only ever ask for one) and the
+          hero's own if all of its cards of S are penalty cards. The hero on lead whose every
+          legal lead wins (nothing of the others' above it in its suit) is sure of the least
+          such trick. In el almaz and son iki's last two tricks the trick itself is the unit.
+        - ceiling: every unit still out but those this trick surely sends elsewhere. On lead,
+          the hero may lead a card some other seat must beat (all its cards of the suit are
+          higher): that card's unit is saved. Off lead, whatever the leader leads (card c of
+          suit S) the hero loses if it is void in S (then it may shed a penalty card it holds)
+          or holds a card of S below c (then it may shed one of those that is a penalty card:
+          withholding asks for exactly such a card); the card led goes with the trick. The
+          leader leads the card that saves the hero least.
+
+        Units later never go below 0 nor above what is left, so both hold for the rest of the
+        deal. ``(0, most)`` when the trick says nothing."""
+        contract, penalty, seat, held = self.contract, self.penalty, self.seat, deal.held
+        per_trick = contract == Contract.EL_ALMAZ or contract == Contract.SON_IKI
+        if contract == Contract.SON_IKI and len(deal.winners) < 11:
+            return 0, most  # the trick carries nothing
+        hero = held[seat]
+        coalition = [(seat + 1) % 4, (seat + 2) % 4, (seat + 3) % 4]
+        others = held[coalition[0]] | held[coalition[1]] | held[coalition[2]]
+        leads = deal.legal()
+
+        def dumps(suit_mask: int, followers: list[int]) -> int:
+            """The followers that may play a penalty card to a trick led in the suit."""
+            count = 0
+            for f in followers:
+                own = held[f] & suit_mask if held[f] & suit_mask else held[f]
+                if own & penalty:
+                    count += 1
+            return count
+
+        floor, saved = 0, 0
+        if deal.leader == seat:
+            worst_win, sure_win = most, True
+            mask = leads
+            while mask:
+                low = mask & -mask
+                mask ^= low
+                suit_mask = SUIT_MASKS[(low.bit_length() - 1) // 13]
+                theirs = others & suit_mask
+                if theirs.bit_length() < low.bit_length():  # nothing of theirs above it
+                    units = (
+                        1
+                        if per_trick
+                        else (1 if penalty & low else 0) + dumps(suit_mask, coalition)
+                    )
+                    worst_win = min(worst_win, units)
+                else:
+                    sure_win = False
+                if any(_lowest(held[f] & suit_mask) > low for f in coalition):
+                    # a seat whose every card of the suit beats it (it must follow)
+                    saved = max(saved, 1 if per_trick or penalty & low else 0)
+            if sure_win:
+                floor = worst_win
+        else:
+            followers = [f for f in coalition if f != deal.leader]
+            saved = most
+            mask = leads
+            while mask:
+                low = mask & -mask
+                mask ^= low
+                suit_mask = SUIT_MASKS[(low.bit_length() - 1) // 13]
+                mine, theirs = hero & suit_mask, others & suit_mask
+                if mine and _lowest(mine).bit_length() > theirs.bit_length():
+                    units = (
+                        1
+                        if per_trick
+                        else (
+                            (1 if penalty & low else 0)
+                            + dumps(suit_mask, followers)
+                            + (1 if not mine & ~penalty else 0)
+                        )
+                    )
+                    floor = max(floor, units)
+                if not mine:  # a discard loses: the hero may shed a penalty card
+                    shed = (
+                        1
+                        if per_trick
+                        else (1 if penalty & low else 0) + (1 if hero & penalty else 0)
+                    )
+                elif mine & (low - 1):  # a card below the one led loses
+                    shed = (
+                        1
+                        if per_trick
+                        else (1 if penalty & low else 0) + (1 if mine & (low - 1) & penalty else 0)
+                    )
+                else:
+                    shed = 0
+                saved = min(saved, shed)
+        return floor, most - saved
+
     def _key(self, deal: Deal) -> tuple[int, ...]:
         """What is left, normalised to relative ranks, who leads, and for whom (at trick
         boundaries)."""
@@ -359,6 +469,11 @@ class ParSearch:
                 ranked = self._ranked_out(deal, most)
                 if ranked >= 0:
                     return ranked  # the ranks settle the rest: nothing more, or every unit left
+                floor, ceiling = self._this_trick(deal, most)
+                if floor >= beta:
+                    return floor  # the three can give the hero this trick's units
+                if ceiling <= alpha:
+                    return ceiling  # the hero can send this trick's units elsewhere
             key = self._key(deal)
             self.tt_probes += 1
             bounds = self.table.get(key)
