@@ -139,3 +139,66 @@ def test_a_hero_on_lead_under_a_seat_that_must_beat_it_saves_its_heart(
     assert _bounds(Contract.KUPA, held, 0, played, 0) == (0, 3)
     values, _nodes = _values(par_twin, Contract.KUPA, held, 0, played)
     assert values[0] == 0
+
+
+def test_the_trick_on_the_table_bounds_the_hero_as_plain_minimax_does() -> None:
+    # The same inside a trick, from every preset: with the hero's card already on the table
+    # (beaten, or the highest with nobody forced over it) and still to come (a card to duck
+    # with, or only cards that beat all the rest), each bound fires and none is wrong.
+    rng = random.Random(2018)
+    seen: set[tuple[str, bool]] = set()
+    checked = 0
+    for _ in range(6000):
+        deal, _rules = _random_ending(rng, rng.choice((1, 2, 3)))
+        if deal.contract == Contract.KOZ or not deal.trick:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        most = search._units_in_play(deal)
+        if most == 0:
+            continue
+        for seat in range(4):
+            search.seat = seat
+            floor, ceiling = search._in_trick(deal, most)
+            if floor == 0 and ceiling == most:
+                continue
+            value = _exhaustive(deal, seat)
+            assert floor <= value <= ceiling, (deal.held, deal.trick, deal.contract, seat)
+            played = (seat - deal.leader) % 4 < len(deal.trick)
+            if floor:
+                seen.add(("floor", played))
+            if ceiling < most:
+                seen.add(("ceiling", played))
+            checked += 1
+        if checked >= 300 and len(seen) == 4:
+            break
+    assert checked >= 300 and len(seen) == 4
+
+
+def _on_the_table(
+    twin: ModuleType, contract: Contract, hands: tuple[str, str, str, str], trick: str, seat: int
+) -> tuple[int, int]:
+    held = [sum(1 << c for c in parse_cards(h)) for h in hands]
+    cards = parse_cards(trick)
+    played = ((1 << 52) - 1) & ~sum(held) & ~sum(1 << c for c in cards)
+    search = twin.ParSearch(contract, -1, CLASSIC.deal_flags(contract))
+    ntricks = 13 - held[0].bit_count() - (1 if cards else 0)
+    value = search.units_left(seat, held, 0, cards, played, ntricks)
+    return value, search.nodes
+
+
+def test_a_queen_ducked_under_the_king_on_the_table_ends_kiz_at_once(
+    par_twin: ModuleType,
+) -> None:
+    # Kız, the ♠Q the last queen out: seat 0 has led the ♠K, seat 1 drops its ♠Q under it.
+    # The ceiling is 0 from the first position; the search ends there.
+    hands = ("2C", "QS 2D", "3S 4D", "5S 6D")
+    assert _on_the_table(par_twin, Contract.KIZ, hands, "KS", 1) == (0, 1)
+
+
+def test_an_ace_on_the_table_collects_what_the_others_may_shed_under_it(
+    par_twin: ModuleType,
+) -> None:
+    # Kız: seat 0 has led the ♠A. Seat 1 has no spade and sheds the ♥Q; seat 3 must give its
+    # covered ♠Q (withholding): both queens left are seat 0's, settled at once.
+    hands = ("2D", "QH 3C", "3S 4D", "QS 5D")
+    assert _on_the_table(par_twin, Contract.KIZ, hands, "AS", 0) == (2, 1)

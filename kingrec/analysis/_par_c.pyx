@@ -43,6 +43,15 @@ cdef inline uint64_t mix(uint64_t x) noexcept nogil:
     return x
 
 
+cdef inline bint _sheds_under(uint64_t hand, uint64_t suit_mask, uint64_t penalty,
+                              int high) noexcept nogil:
+    """``_par_py._sheds_under``."""
+    cdef uint64_t own = hand & suit_mask
+    if not own:
+        return (hand & penalty) != 0
+    return (own & penalty & ((<uint64_t>1 << high) - 1)) != 0
+
+
 cdef class ParSearch:
     """Searches positions of one deal, for any hero seat (``_par_py.ParSearch``)."""
 
@@ -274,6 +283,59 @@ cdef class ParSearch:
                     saved = shed
         ceiling[0] = most - saved
 
+    cdef void _in_trick(self, const DealState* d, int most, int* floor,
+                        int* ceiling) noexcept nogil:
+        """``_par_py.ParSearch._in_trick``: a floor and a ceiling on the hero's units from
+        the trick on the table."""
+        cdef int seat = self.seat, n = d.ntrick, i, f, high = -1, on_table = 0, place, sheds
+        cdef bint per_trick = self.contract == EL_ALMAZ or self.contract == SON_IKI
+        cdef uint64_t penalty = self.penalty, suit_mask = SUIT[SUIT_OF[d.trick[0]]], hero, own
+        floor[0] = 0
+        ceiling[0] = most
+        if self.contract == SON_IKI and d.ntricks < 11:
+            return
+        for i in range(n):
+            if SUIT_OF[d.trick[i]] == SUIT_OF[d.trick[0]] and d.trick[i] > high:
+                high = d.trick[i]
+            if penalty >> d.trick[i] & 1:
+                on_table += 1
+        if per_trick:
+            on_table = 1
+        place = (seat - d.leader) & 3
+        hero = d.held[seat] & suit_mask
+        sheds = 0
+        if place < n:  # the hero has played
+            if d.trick[place] != high:
+                ceiling[0] = most - on_table
+                return
+            for i in range(n, 4):
+                f = (d.leader + i) & 3
+                own = d.held[f] & suit_mask
+                if own & (~own + 1) > <uint64_t>1 << high:
+                    ceiling[0] = most - on_table
+                    return
+                if _sheds_under(d.held[f], suit_mask, penalty, high):
+                    sheds += 1
+            floor[0] = 1 if per_trick else on_table + sheds
+            return
+        own = hero & ((<uint64_t>1 << high) - 1)
+        if not hero or own:  # the hero can lose the trick
+            if per_trick:
+                ceiling[0] = most - 1
+                return
+            own = (d.held[seat] if not hero else own) & penalty
+            ceiling[0] = most - on_table - (1 if own else 0)
+            return
+        for i in range(n, 4):
+            f = (d.leader + i) & 3
+            if f == seat:
+                continue
+            if (hero & (~hero + 1)) <= (d.held[f] & suit_mask):
+                return
+            if _sheds_under(d.held[f], suit_mask, penalty, 52):
+                sheds += 1
+        floor[0] = 1 if per_trick else on_table + sheds + (1 if not hero & ~penalty else 0)
+
     cdef void _key(self, const DealState* d, uint64_t* key) noexcept nogil:
         cdef int suit
         cdef uint64_t code, out, low, owner
@@ -430,6 +492,12 @@ cdef class ParSearch:
             return 0
         if alpha >= most:
             return most
+        if d.ntrick and not self.hero_wants_units:
+            self._in_trick(d, most, &low, &high)  # _par_py.ParSearch._in_trick
+            if low >= beta:
+                return low
+            if high <= alpha:
+                return high
         if d.ntrick == 0 and d.ntricks == 12:
             child = d[0]
             for i in range(4):

@@ -85,6 +85,16 @@ def _lowest(cards: int) -> int:
     return cards & -cards
 
 
+def _sheds_under(hand: int, suit_mask: int, penalty: int, high: int) -> bool:
+    """Whether ``hand``, following a trick led in the suit, may play a penalty card below
+    ``high`` (a card) or, void in the suit, any penalty card: under withholding the cards it
+    must play are such cards, and a void hand that must discard one may."""
+    own = hand & suit_mask
+    if not own:
+        return bool(hand & penalty)
+    return bool(own & penalty & ((1 << high) - 1))
+
+
 class OutOfBudget(Exception):
     """The search ran past its node limit or its deadline."""
 
@@ -365,6 +375,56 @@ class ParSearch:
                 saved = min(saved, shed)
         return floor, most - saved
 
+    def _in_trick(self, deal: Deal, most: int) -> tuple[int, int]:
+        """Penalty contracts, inside a trick: a floor and a ceiling on the hero's units from
+        here on, from the trick on the table alone (``_this_trick`` once the lead is out).
+
+        The trick goes to the highest card of the suit led. The hero loses it when its card
+        is already beaten, when a seat still to play holds only higher cards of the suit (it
+        must follow, and beat it), or, not having played, when it is void in the suit or holds
+        a card below the highest (withholding only ever asks for such a card): then the units
+        on the table are surely not the hero's, nor a penalty card it may shed (one of those
+        low cards, or any when void). The hero wins it when its card is the highest and every
+        seat still to play may play under it (void, or holding a lower card), or, not having
+        played, when each of its cards of the suit beats all those of the seats still to play:
+        then the three can give it the units on the table, the penalty cards the seats still to
+        play may shed under it, and its own card when it has only penalty cards of the suit.
+        In el almaz and son iki's last two tricks the trick itself is the unit."""
+        contract, penalty, seat, held = self.contract, self.penalty, self.seat, deal.held
+        per_trick = contract == Contract.EL_ALMAZ or contract == Contract.SON_IKI
+        if contract == Contract.SON_IKI and len(deal.winners) < 11:
+            return 0, most  # the trick carries nothing
+        trick, leader = deal.trick, deal.leader
+        suit_mask = SUIT_MASKS[trick[0] // 13]
+        high = max(c for c in trick if c // 13 == trick[0] // 13)
+        on_table = 1 if per_trick else sum(1 for c in trick if penalty >> c & 1)
+        later = [(leader + i) % 4 for i in range(len(trick), 4)]
+        place = (seat - leader) % 4
+        hero = held[seat] & suit_mask
+        if place < len(trick):  # the hero has played
+            if trick[place] != high:
+                return 0, most - on_table  # beaten already
+            if any(_lowest(held[f] & suit_mask) > 1 << high for f in later):
+                return 0, most - on_table  # a seat to come must beat it
+            # Every seat to come may play under it: the three give the hero the trick.
+            if per_trick:
+                return 1, most
+            sheds = sum(1 for f in later if _sheds_under(held[f], suit_mask, penalty, high))
+            return on_table + sheds, most
+        below = hero & ((1 << high) - 1)
+        if not hero or below:  # the hero can lose the trick
+            if per_trick:
+                return 0, most - 1
+            own = (held[seat] if not hero else below) & penalty
+            return 0, most - on_table - (1 if own else 0)
+        to_come = [f for f in later if f != seat]
+        if all(_lowest(hero) > held[f] & suit_mask for f in to_come):  # it wins, whatever comes
+            if per_trick:
+                return 1, most
+            sheds = sum(1 for f in to_come if _sheds_under(held[f], suit_mask, penalty, 52))
+            return on_table + sheds + (0 if hero & ~penalty else 1), most
+        return 0, most
+
     def _key(self, deal: Deal) -> tuple[int, ...]:
         """What is left, normalised to relative ranks, who leads, and for whom (at trick
         boundaries)."""
@@ -449,6 +509,12 @@ class ParSearch:
             return 0  # nothing left to take, or the window wants less than nothing
         if alpha >= most:
             return most
+        if deal.trick and not self.hero_wants_units:
+            floor, ceiling = self._in_trick(deal, most)
+            if floor >= beta:
+                return floor  # the three can give the hero this trick's units
+            if ceiling <= alpha:
+                return ceiling  # the hero can send this trick's units elsewhere
         key: tuple[int, ...] | None = None
         hint = -1
         if not deal.trick and len(deal.winners) == 12:
