@@ -472,10 +472,10 @@ cdef class ParSearch:
         cdef uint64_t key[4]
         cdef Entry* e
         cdef int most, low, high, best, value, gained, i, j, n, hint = -1, first, best_card = -1
-        cdef int original_alpha, original_beta
+        cdef int original_alpha, original_beta, reach
         cdef uint64_t trumps
         cdef int cards[13]
-        cdef bint maximizing, keyed = False
+        cdef bint maximizing, near, keyed = False
         self.nodes += 1
         if self.node_limit and self.nodes > self.node_limit:
             self.aborted = True
@@ -492,7 +492,10 @@ cdef class ParSearch:
             return 0
         if alpha >= most:
             return most
-        if d.ntrick and not self.hero_wants_units:
+        # _par_py.ParSearch._search: the trick's bounds, when they could settle the window
+        reach = 1 if self.contract == EL_ALMAZ or self.contract == SON_IKI else 4
+        near = not self.hero_wants_units and (beta <= reach or alpha >= most - reach)
+        if d.ntrick and near:
             self._in_trick(d, most, &low, &high)  # _par_py.ParSearch._in_trick
             if low >= beta:
                 return low
@@ -529,11 +532,12 @@ cdef class ParSearch:
                 value = self._ranked_out(d, most)
                 if value >= 0:
                     return value
-                self._this_trick(d, most, &low, &high)  # _par_py.ParSearch._this_trick
-                if low >= beta:
-                    return low
-                if high <= alpha:
-                    return high
+                if near:
+                    self._this_trick(d, most, &low, &high)  # _par_py.ParSearch._this_trick
+                    if low >= beta:
+                        return low
+                    if high <= alpha:
+                        return high
             keyed = True
             self._key(d, key)
             self.tt_probes += 1

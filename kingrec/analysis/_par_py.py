@@ -509,7 +509,11 @@ class ParSearch:
             return 0  # nothing left to take, or the window wants less than nothing
         if alpha >= most:
             return most
-        if deal.trick and not self.hero_wants_units:
+        # The trick's bounds move the hero's units by at most its four cards (one trick in
+        # el almaz and son iki): looked at only when that could settle the window.
+        reach = 1 if self.contract == Contract.EL_ALMAZ or self.contract == Contract.SON_IKI else 4
+        near = not self.hero_wants_units and (beta <= reach or alpha >= most - reach)
+        if deal.trick and near:
             floor, ceiling = self._in_trick(deal, most)
             if floor >= beta:
                 return floor  # the three can give the hero this trick's units
@@ -535,7 +539,7 @@ class ParSearch:
                 ranked = self._ranked_out(deal, most)
                 if ranked >= 0:
                     return ranked  # the ranks settle the rest: nothing more, or every unit left
-                floor, ceiling = self._this_trick(deal, most)
+                floor, ceiling = self._this_trick(deal, most) if near else (0, most)
                 if floor >= beta:
                     return floor  # the three can give the hero this trick's units
                 if ceiling <= alpha:
