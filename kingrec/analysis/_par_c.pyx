@@ -413,24 +413,23 @@ cdef class ParSearch:
             out &= out - 1
         return popcount((out & (~out + 1)) - 1) if out else -1
 
-    cdef int _order(self, const DealState* d, int card, bint is_penalty) noexcept nogil:
+    cdef int _order(self, const DealState* d, int card, bint is_penalty, bint lost,
+                    int top) noexcept nogil:
+        """``_par_py.ParSearch._order``, told once per position (``_moves``) whether the hero
+        has lost the trick already and which card wins it so far (``top``)."""
         cdef int rank = card % 13
-        cdef int trick[4]
-        cdef int i, n = d.ntrick
         cdef bint wins
-        if n == 0:
+        if d.ntrick == 0:
             return -rank if self.hero_wants_units else rank
-        for i in range(n):
-            trick[i] = d.trick[i]
-        trick[n] = card
-        if (self.contract != SON_IKI and to_play(d) != self.seat
-                and (self.seat - d.leader) & 3 < n
-                and (d.leader + trick_winner(trick, n, d.trump)) & 3 != self.seat):
+        if lost:
             # _par_py.ParSearch._order: the hero has lost this trick already
             if self.hero_wants_units:
                 return rank
             return (100 if is_penalty else 0) - rank
-        wins = trick_winner(trick, n + 1, d.trump) == n
+        # trick_winner of the trick with the card: it beats the top card in its suit, or
+        # as a trump on a top card that is none
+        wins = ((SUIT_OF[card] == SUIT_OF[top] and card > top)
+                or (SUIT_OF[card] == d.trump and SUIT_OF[top] != d.trump))
         if self.hero_wants_units:
             return rank if wins else 100 + rank
         if SUIT_OF[card] != SUIT_OF[d.trick[0]] and is_penalty:
@@ -444,7 +443,14 @@ cdef class ParSearch:
         cdef uint64_t out = ALL_CARDS & ~d.played
         cdef uint64_t mask = legal, low, nxt, above
         cdef int orders[13]
-        cdef int n = 0, card, order, i, j
+        cdef int n = 0, card, order, i, j, top = -1, winner
+        cdef bint lost = False
+        if d.ntrick:
+            winner = trick_winner(d.trick, d.ntrick, d.trump)
+            top = d.trick[winner]
+            lost = (self.contract != SON_IKI and to_play(d) != self.seat
+                    and (self.seat - d.leader) & 3 < d.ntrick
+                    and (d.leader + winner) & 3 != self.seat)
         while mask:
             low = mask & (~mask + 1)
             card = popcount(low - 1)
@@ -455,7 +461,7 @@ cdef class ParSearch:
                 if (hand & nxt and legal & nxt
                         and ((self.penalty & nxt) != 0) == ((self.penalty & low) != 0)):
                     continue
-            order = self._order(d, card, (self.penalty & low) != 0)
+            order = self._order(d, card, (self.penalty & low) != 0, lost, top)
             # insertion by (order, card): the reference's sort
             i = n
             while i > 0 and orders[i - 1] > order:
