@@ -11,7 +11,7 @@ from test_par import _exhaustive, _random_ending
 
 from kingrec import _twins
 from kingrec.analysis import _par_py
-from kingrec.cards import parse_cards
+from kingrec.cards import SPADES, SUIT_MASKS, parse_cards
 from kingrec.contracts import Contract
 from kingrec.rules import preset
 
@@ -202,3 +202,45 @@ def test_an_ace_on_the_table_collects_what_the_others_may_shed_under_it(
     # covered ♠Q (withholding): both queens left are seat 0's, settled at once.
     hands = ("2D", "QH 3C", "3S 4D", "QS 5D")
     assert _on_the_table(par_twin, Contract.KIZ, hands, "AS", 0) == (2, 1)
+
+
+def test_each_seats_trump_tricks_are_a_floor_for_it_and_leave_a_ceiling_for_the_others() -> None:
+    # Koz, every preset (ruff, overtrump and raise rules included): of a seat's i highest
+    # trumps all but the higher trumps in other hands win, whoever leads; held to plain
+    # minimax at trick starts and inside tricks, for the seat itself and for every other.
+    rng = random.Random(2019)
+    checked = beyond_the_top = 0
+    for _ in range(20000):
+        deal, _rules = _random_ending(rng, rng.choice((2, 2, 3)))
+        if deal.contract != Contract.KOZ:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        sure = [search._trump_tricks(deal, s) for s in range(4)]
+        if not any(sure):
+            continue
+        left = 13 - len(deal.winners)
+        for seat in range(4):
+            value = _exhaustive(deal, seat)
+            assert value >= sure[seat], (deal.held, deal.trick, deal.trump, seat)
+            others = max(sure[s] for s in range(4) if s != seat)
+            assert value <= left - others, (deal.held, deal.trick, deal.trump, seat)
+        trumps = SUIT_MASKS[deal.trump] & ~deal.played
+        top = 1 << (trumps.bit_length() - 1)
+        # a seat sure of tricks without the highest trump out: past the top trumps in a row
+        beyond_the_top += any(sure[s] and not deal.held[s] & top for s in range(4))
+        checked += 1
+        if checked >= 100 and beyond_the_top >= 20:
+            break
+    assert checked >= 100 and beyond_the_top >= 20
+
+
+def test_a_king_and_queen_of_trumps_under_the_ace_win_one_trick_at_once(
+    par_twin: ModuleType,
+) -> None:
+    # Koz, spades trumps, two tricks left, seat 1 leads. The ace takes one of seat 0's king
+    # and queen at most: one trick for seat 0, and no more, both settled at the root.
+    held, played = _ending(("KS QS", "AS 2D", "3D 4D", "5D 6D"))
+    flags = CLASSIC.deal_flags(Contract.KOZ)
+    search = par_twin.ParSearch(Contract.KOZ, SPADES, flags)
+    assert search.units_left(0, held, 1, [], played, 11) == 1
+    assert search.nodes == 2  # one node per null-window pass

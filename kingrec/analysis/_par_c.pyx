@@ -174,6 +174,20 @@ cdef class ParSearch:
             trumps ^= <uint64_t>1 << high_card(trumps)
         return popcount(tops) + top_trumps
 
+    cdef int _trump_tricks(self, const DealState* d, int holder) noexcept nogil:
+        """``_par_py.ParSearch._trump_tricks``: tricks ``holder`` wins with its trumps."""
+        cdef uint64_t trumps = SUIT[self.trump] & ~d.played
+        cdef uint64_t mine = d.held[holder] & trumps, top
+        cdef int best = 0, count = 0, higher
+        while mine:
+            top = <uint64_t>1 << high_card(mine)
+            mine ^= top
+            count += 1
+            higher = popcount(trumps & ~d.held[holder] & ~((top << 1) - 1))
+            if count - higher > best:
+                best = count - higher
+        return best
+
     cdef int _ranked_out(self, const DealState* d, int most) noexcept nogil:
         """``_par_py.ParSearch._ranked_out``."""
         cdef int seat = self.seat, suit
@@ -534,6 +548,16 @@ cdef class ParSearch:
                         return value
                     if i != self.seat and most - value <= alpha:
                         return most - value
+                value = self._trump_tricks(d, self.seat)  # _par_py.ParSearch._trump_tricks
+                if value >= beta:
+                    return value
+                value = 0
+                for i in range(1, 4):
+                    low = self._trump_tricks(d, (self.seat + i) & 3)
+                    if low > value:
+                        value = low
+                if most - value <= alpha:
+                    return most - value
             else:
                 value = self._ranked_out(d, most)
                 if value >= 0:

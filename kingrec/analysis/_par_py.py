@@ -239,6 +239,28 @@ class ParSearch:
             trumps ^= 1 << (trumps.bit_length() - 1)
         return holder, run
 
+    def _trump_tricks(self, deal: Deal, holder: int) -> int:
+        """Koz: tricks ``holder`` wins with its trumps, whoever leads and however the others
+        play: for each i, of its i highest trumps all but as many as there are higher trumps
+        in other hands win.
+
+        All thirteen tricks are played, so each of its trumps is played to some trick, which it
+        wins unless a higher trump is played to the same trick; each trick holds one card of
+        ``holder``'s, so a higher trump beats one of its trumps at most. Its i highest trumps,
+        each at least the i-th, can only be beaten by the trumps above the i-th held by the
+        others: at least i minus that many of them win. (The seat holding the top trumps in a
+        row, ``_top_trumps``, is the case of no higher trump.)"""
+        trumps = SUIT_MASKS[self.trump] & ~deal.played
+        mine = deal.held[holder] & trumps
+        best = count = 0
+        while mine:
+            top = 1 << (mine.bit_length() - 1)
+            mine ^= top
+            count += 1
+            higher = (trumps & ~deal.held[holder] & ~(top - 1) & ~top).bit_count()
+            best = max(best, count - higher)
+        return best
+
     def _ranked_out(self, deal: Deal, most: int) -> int:
         """Penalty contracts, at a trick boundary: the hero's units from here on when the
         ranks alone settle them, else -1.
@@ -535,6 +557,12 @@ class ParSearch:
                     return trumps  # at least one trick with each top trump
                 if holder >= 0 and holder != self.seat and most - trumps <= alpha:
                     return most - trumps  # at most the tricks the holder's top trumps leave
+                sure = self._trump_tricks(deal, self.seat)
+                if sure >= beta:
+                    return sure  # at least these, with trumps nobody can take all of
+                theirs = max(self._trump_tricks(deal, (self.seat + k) % 4) for k in (1, 2, 3))
+                if most - theirs <= alpha:
+                    return most - theirs  # at most the tricks one of the others' trumps leave
             else:
                 ranked = self._ranked_out(deal, most)
                 if ranked >= 0:
