@@ -1,5 +1,6 @@
-"""The par search's bounds (docs/ANALYSIS.md, "The search"): each one held to plain minimax on
-random endings of every preset, and exact on hand-made endings where it settles the answer."""
+"""The par search's bounds (docs/ANALYSIS.md, "How it is computed"): each one held to plain
+minimax on random endings of every preset, and exact on hand-made endings where it settles the
+answer."""
 
 from __future__ import annotations
 

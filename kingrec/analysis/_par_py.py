@@ -15,10 +15,14 @@ it fast, and none of it changes a value:
   (a floor for the hero on lead, a ceiling for it when another seat leads): the leader wins
   a trick with each top card of a side suit for as many rounds as every other seat holding
   a trump still follows that suit, then with each of its top trumps; and whoever leads,
-  the seat holding the highest trumps still out wins a trick with each of them; in the penalty
-  contracts, a hero whose every card is below all the others' cards of its suit wins no
-  trick left (0), and one whose every card is above them all, holding every suit they could
-  lead to it, wins every trick and unit left;
+  the seat holding the highest trumps still out wins a trick with each of them, and each
+  seat wins with all but as many of its i highest trumps as there are higher trumps
+  elsewhere (``_trump_tricks``); in the penalty contracts, a hero whose every card is below
+  all the others' cards of its suit wins no trick left (0), and one whose every card is
+  above them all, holding every suit they could lead to it, wins every trick and unit left;
+  and the trick about to be played or on the table bounds the hero's units either way
+  (``_this_trick``, ``_in_trick``: a trick the three can make it win, one it can surely
+  lose);
 - a transposition table at trick boundaries, keyed on what is left normalised to relative
   ranks (per suit, the owner and penalty status of each card still out, lowest first) and
   the leader: two positions with the same key are the same game (the legal sets, trick
