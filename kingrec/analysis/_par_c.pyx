@@ -82,6 +82,13 @@ cdef inline uint64_t mix(uint64_t x) noexcept nogil:
     return x
 
 
+cdef inline bint _sheds_under(uint64_t hand, uint64_t suit_mask, uint64_t penalty,
+                              int high) noexcept nogil:
+    """``_par_py._sheds_under``."""
+    cdef uint64_t own = hand & suit_mask
+    if not own:
+        return (hand & penalty) != 0
+    return (own & penalty & ((<uint64_t>1 << high) - 1)) != 0
 cdef inline uint64_t winning_rank(const int* trick, int trump) noexcept nogil:
     """``_par_py._winning_rank`` of a complete trick."""
     cdef int winner = trick[trick_winner(trick, 4, trump)], rivals = 0, i
@@ -89,6 +96,16 @@ cdef inline uint64_t winning_rank(const int* trick, int trump) noexcept nogil:
         if SUIT_OF[trick[i]] == SUIT_OF[winner]:
             rivals += 1
     return <uint64_t>1 << winner if rivals > 1 else 0
+
+
+cdef inline uint64_t suits_of(uint64_t cards) noexcept nogil:
+    """``_par_py._suits_of``."""
+    cdef uint64_t out = 0
+    cdef int suit
+    for suit in range(4):
+        if cards & SUIT[suit]:
+            out |= SUIT[suit]
+    return out
 
 
 cdef inline uint64_t named_cards(const unsigned char* shift, uint64_t played) noexcept nogil:
@@ -263,6 +280,20 @@ cdef class ParSearch:
             trumps ^= <uint64_t>1 << high_card(trumps)
         return popcount(tops) + top_trumps
 
+    cdef int _trump_tricks(self, const DealState* d, int holder) noexcept nogil:
+        """``_par_py.ParSearch._trump_tricks``: tricks ``holder`` wins with its trumps."""
+        cdef uint64_t trumps = SUIT[self.trump] & ~d.played
+        cdef uint64_t mine = d.held[holder] & trumps, top
+        cdef int best = 0, count = 0, higher
+        while mine:
+            top = <uint64_t>1 << high_card(mine)
+            mine ^= top
+            count += 1
+            higher = popcount(trumps & ~d.held[holder] & ~((top << 1) - 1))
+            if count - higher > best:
+                best = count - higher
+        return best
+
     cdef int _ranked_out(self, const DealState* d, int most) noexcept nogil:
         """``_par_py.ParSearch._ranked_out``."""
         cdef int seat = self.seat, suit
@@ -286,6 +317,144 @@ cdef class ParSearch:
         if above:
             return most
         return -1
+
+    cdef int _dumps(self, const DealState* d, uint64_t suit_mask, int skip) noexcept nogil:
+        """``_par_py.ParSearch._this_trick``'s dumps: the three others but the hero and
+        ``skip`` that may play a penalty card to a trick led in the suit."""
+        cdef int f, count = 0
+        cdef uint64_t own
+        for f in range(4):
+            if f == self.seat or f == skip:
+                continue
+            own = d.held[f] & suit_mask if d.held[f] & suit_mask else d.held[f]
+            if own & self.penalty:
+                count += 1
+        return count
+
+    cdef void _this_trick(self, const DealState* d, int most, int* floor,
+                          int* ceiling) noexcept nogil:
+        """``_par_py.ParSearch._this_trick``: a floor and a ceiling on the hero's units."""
+        cdef int seat = self.seat, f, units, shed, worst_win, saved = 0
+        cdef bint per_trick = self.contract == EL_ALMAZ or self.contract == SON_IKI
+        cdef bint sure_win = True
+        cdef uint64_t hero = d.held[seat], penalty = self.penalty
+        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
+                                | d.held[(seat + 3) & 3])
+        cdef uint64_t mask, low, suit_mask, mine, theirs, own
+        floor[0] = 0
+        ceiling[0] = most
+        if self.contract == SON_IKI and d.ntricks < 11:
+            return
+        mask = deal_legal(d)
+        if d.leader == seat:
+            worst_win = most
+            while mask:
+                low = mask & (~mask + 1)
+                mask ^= low
+                suit_mask = SUIT[SUIT_OF[popcount(low - 1)]]
+                theirs = others & suit_mask
+                if theirs < low:  # nothing of theirs above it
+                    if per_trick:
+                        units = 1
+                    else:
+                        units = (1 if penalty & low else 0) + self._dumps(d, suit_mask, seat)
+                    if units < worst_win:
+                        worst_win = units
+                else:
+                    sure_win = False
+                for f in range(4):
+                    own = d.held[f] & suit_mask
+                    if f != seat and own & (~own + 1) > low:
+                        if per_trick or penalty & low:
+                            saved = 1
+            if sure_win:
+                floor[0] = worst_win
+        else:
+            saved = most
+            while mask:
+                low = mask & (~mask + 1)
+                mask ^= low
+                suit_mask = SUIT[SUIT_OF[popcount(low - 1)]]
+                mine = hero & suit_mask
+                theirs = others & suit_mask
+                if mine and (mine & (~mine + 1)) > theirs:
+                    if per_trick:
+                        units = 1
+                    else:
+                        units = ((1 if penalty & low else 0)
+                                 + self._dumps(d, suit_mask, d.leader)
+                                 + (0 if mine & ~penalty else 1))
+                    if units > floor[0]:
+                        floor[0] = units
+                if not mine:
+                    if per_trick:
+                        shed = 1
+                    else:
+                        shed = (1 if penalty & low else 0) + (1 if hero & penalty else 0)
+                elif mine & (low - 1):
+                    if per_trick:
+                        shed = 1
+                    else:
+                        shed = ((1 if penalty & low else 0)
+                                + (1 if mine & (low - 1) & penalty else 0))
+                else:
+                    shed = 0
+                if shed < saved:
+                    saved = shed
+        ceiling[0] = most - saved
+
+    cdef void _in_trick(self, const DealState* d, int most, int* floor,
+                        int* ceiling) noexcept nogil:
+        """``_par_py.ParSearch._in_trick``: a floor and a ceiling on the hero's units from
+        the trick on the table."""
+        cdef int seat = self.seat, n = d.ntrick, i, f, high = -1, on_table = 0, place, sheds
+        cdef bint per_trick = self.contract == EL_ALMAZ or self.contract == SON_IKI
+        cdef uint64_t penalty = self.penalty, suit_mask = SUIT[SUIT_OF[d.trick[0]]], hero, own
+        floor[0] = 0
+        ceiling[0] = most
+        if self.contract == SON_IKI and d.ntricks < 11:
+            return
+        for i in range(n):
+            if SUIT_OF[d.trick[i]] == SUIT_OF[d.trick[0]] and d.trick[i] > high:
+                high = d.trick[i]
+            if penalty >> d.trick[i] & 1:
+                on_table += 1
+        if per_trick:
+            on_table = 1
+        place = (seat - d.leader) & 3
+        hero = d.held[seat] & suit_mask
+        sheds = 0
+        if place < n:  # the hero has played
+            if d.trick[place] != high:
+                ceiling[0] = most - on_table
+                return
+            for i in range(n, 4):
+                f = (d.leader + i) & 3
+                own = d.held[f] & suit_mask
+                if own & (~own + 1) > <uint64_t>1 << high:
+                    ceiling[0] = most - on_table
+                    return
+                if _sheds_under(d.held[f], suit_mask, penalty, high):
+                    sheds += 1
+            floor[0] = 1 if per_trick else on_table + sheds
+            return
+        own = hero & ((<uint64_t>1 << high) - 1)
+        if not hero or own:  # the hero can lose the trick
+            if per_trick:
+                ceiling[0] = most - 1
+                return
+            own = (d.held[seat] if not hero else own) & penalty
+            ceiling[0] = most - on_table - (1 if own else 0)
+            return
+        for i in range(n, 4):
+            f = (d.leader + i) & 3
+            if f == seat:
+                continue
+            if (hero & (~hero + 1)) <= (d.held[f] & suit_mask):
+                return
+            if _sheds_under(d.held[f], suit_mask, penalty, 52):
+                sheds += 1
+        floor[0] = 1 if per_trick else on_table + sheds + (1 if not hero & ~penalty else 0)
 
     # -- the table: relevant ranks (_par_py.ParSearch, where the proof is) ---------------
 
@@ -496,24 +665,23 @@ cdef class ParSearch:
             out &= out - 1
         return popcount((out & (~out + 1)) - 1) if out else -1
 
-    cdef int _order(self, const DealState* d, int card, bint is_penalty) noexcept nogil:
+    cdef int _order(self, const DealState* d, int card, bint is_penalty, bint lost,
+                    int top) noexcept nogil:
+        """``_par_py.ParSearch._order``, told once per position (``_moves``) whether the hero
+        has lost the trick already and which card wins it so far (``top``)."""
         cdef int rank = card % 13
-        cdef int trick[4]
-        cdef int i, n = d.ntrick
         cdef bint wins
-        if n == 0:
+        if d.ntrick == 0:
             return -rank if self.hero_wants_units else rank
-        for i in range(n):
-            trick[i] = d.trick[i]
-        trick[n] = card
-        if (self.contract != SON_IKI and to_play(d) != self.seat
-                and (self.seat - d.leader) & 3 < n
-                and (d.leader + trick_winner(trick, n, d.trump)) & 3 != self.seat):
+        if lost:
             # _par_py.ParSearch._order: the hero has lost this trick already
             if self.hero_wants_units:
                 return rank
             return (100 if is_penalty else 0) - rank
-        wins = trick_winner(trick, n + 1, d.trump) == n
+        # trick_winner of the trick with the card: it beats the top card in its suit, or
+        # as a trump on a top card that is none
+        wins = ((SUIT_OF[card] == SUIT_OF[top] and card > top)
+                or (SUIT_OF[card] == d.trump and SUIT_OF[top] != d.trump))
         if self.hero_wants_units:
             return rank if wins else 100 + rank
         if SUIT_OF[card] != SUIT_OF[d.trick[0]] and is_penalty:
@@ -527,7 +695,14 @@ cdef class ParSearch:
         cdef uint64_t out = ALL_CARDS & ~d.played
         cdef uint64_t mask = legal, low, nxt, above
         cdef int orders[13]
-        cdef int n = 0, card, order, i, j
+        cdef int n = 0, card, order, i, j, top = -1, winner
+        cdef bint lost = False
+        if d.ntrick:
+            winner = trick_winner(d.trick, d.ntrick, d.trump)
+            top = d.trick[winner]
+            lost = (self.contract != SON_IKI and to_play(d) != self.seat
+                    and (self.seat - d.leader) & 3 < d.ntrick
+                    and (d.leader + winner) & 3 != self.seat)
         while mask:
             low = mask & (~mask + 1)
             card = popcount(low - 1)
@@ -538,7 +713,7 @@ cdef class ParSearch:
                 if (hand & nxt and legal & nxt
                         and ((self.penalty & nxt) != 0) == ((self.penalty & low) != 0)):
                     continue
-            order = self._order(d, card, (self.penalty & low) != 0)
+            order = self._order(d, card, (self.penalty & low) != 0, lost, top)
             # insertion by (order, card): the reference's sort
             i = n
             while i > 0 and orders[i - 1] > order:
@@ -559,10 +734,10 @@ cdef class ParSearch:
         cdef uint64_t relevant, narrowed = 0
         cdef unsigned long long started = 0
         cdef int most, low, high, best, value, gained, i, j, n, hint = -1, first, best_card = -1
-        cdef int original_alpha, original_beta
+        cdef int original_alpha, original_beta, reach
         cdef uint64_t trumps
         cdef int cards[13]
-        cdef bint maximizing, keyed = False
+        cdef bint maximizing, near, keyed = False
         self.nodes += 1
         if self.node_limit and self.nodes > self.node_limit:
             self.aborted = True
@@ -580,6 +755,17 @@ cdef class ParSearch:
             return 0
         if alpha >= most:
             return most
+        # _par_py.ParSearch._search: the trick's bounds, when they could settle the window
+        reach = 1 if self.contract == EL_ALMAZ or self.contract == SON_IKI else 4
+        near = not self.hero_wants_units and (beta <= reach or alpha >= most - reach)
+        if d.ntrick and near:
+            self._in_trick(d, most, &low, &high)  # _par_py.ParSearch._in_trick
+            if low >= beta or high <= alpha:
+                self.relevant = SUIT[SUIT_OF[d.trick[0]]]
+            if low >= beta:
+                return low
+            if high <= alpha:
+                return high
         if d.ntrick == 0 and d.ntricks == 12:
             child = d[0]
             for i in range(4):
@@ -614,11 +800,31 @@ cdef class ParSearch:
                     if i != self.seat and most - value <= alpha:
                         self.relevant = self._top_runs(d, i)
                         return most - value
+                value = self._trump_tricks(d, self.seat)  # _par_py.ParSearch._trump_tricks
+                if value >= beta:
+                    self.relevant = SUIT[self.trump]
+                    return value
+                value = 0
+                for i in range(1, 4):
+                    low = self._trump_tricks(d, (self.seat + i) & 3)
+                    if low > value:
+                        value = low
+                if most - value <= alpha:
+                    self.relevant = SUIT[self.trump]
+                    return most - value
             else:
                 value = self._ranked_out(d, most)
                 if value >= 0:
                     self.relevant = self._ranked_out_ranks(d, value == 0)
                     return value
+                if near:
+                    self._this_trick(d, most, &low, &high)  # _par_py.ParSearch._this_trick
+                    if low >= beta or high <= alpha:
+                        self.relevant = suits_of(deal_legal(d))
+                    if low >= beta:
+                        return low
+                    if high <= alpha:
+                        return high
             keyed = True
             self._key(d, key, codes)
             self.tt_probes += 1

@@ -15,10 +15,14 @@ it fast, and none of it changes a value:
   (a floor for the hero on lead, a ceiling for it when another seat leads): the leader wins
   a trick with each top card of a side suit for as many rounds as every other seat holding
   a trump still follows that suit, then with each of its top trumps; and whoever leads,
-  the seat holding the highest trumps still out wins a trick with each of them; in the penalty
-  contracts, a hero whose every card is below all the others' cards of its suit wins no
-  trick left (0), and one whose every card is above them all, holding every suit they could
-  lead to it, wins every trick and unit left;
+  the seat holding the highest trumps still out wins a trick with each of them, and each
+  seat wins with all but as many of its i highest trumps as there are higher trumps
+  elsewhere (``_trump_tricks``); in the penalty contracts, a hero whose every card is below
+  all the others' cards of its suit wins no trick left (0), and one whose every card is
+  above them all, holding every suit they could lead to it, wins every trick and unit left;
+  and the trick about to be played or on the table bounds the hero's units either way
+  (``_this_trick``, ``_in_trick``: a trick the three can make it win, one it can surely
+  lose);
 - a transposition table at trick boundaries, keyed on what is left normalised to relative
   ranks (per suit, the owner and penalty status of each card still out, lowest first) and
   the leader: two positions with the same key are the same game (the legal sets, trick
@@ -91,6 +95,21 @@ def _position(
     deal.trick = list(trick)
     deal.winners = bytearray(ntricks)  # only their number matters from here on (son iki)
     return deal
+
+
+def _lowest(cards: int) -> int:
+    """The lowest card of a mask, as a mask (0 for none)."""
+    return cards & -cards
+
+
+def _sheds_under(hand: int, suit_mask: int, penalty: int, high: int) -> bool:
+    """Whether ``hand``, following a trick led in the suit, may play a penalty card below
+    ``high`` (a card) or, void in the suit, any penalty card: under withholding the cards it
+    must play are such cards, and a void hand that must discard one may."""
+    own = hand & suit_mask
+    if not own:
+        return bool(hand & penalty)
+    return bool(own & penalty & ((1 << high) - 1))
 
 
 class OutOfBudget(Exception):
@@ -239,6 +258,28 @@ class ParSearch:
             trumps ^= 1 << (trumps.bit_length() - 1)
         return holder, run
 
+    def _trump_tricks(self, deal: Deal, holder: int) -> int:
+        """Koz: tricks ``holder`` wins with its trumps, whoever leads and however the others
+        play: for each i, of its i highest trumps all but as many as there are higher trumps
+        in other hands win.
+
+        All thirteen tricks are played, so each of its trumps is played to some trick, which it
+        wins unless a higher trump is played to the same trick; each trick holds one card of
+        ``holder``'s, so a higher trump beats one of its trumps at most. Its i highest trumps,
+        each at least the i-th, can only be beaten by the trumps above the i-th held by the
+        others: at least i minus that many of them win. (The seat holding the top trumps in a
+        row, ``_top_trumps``, is the case of no higher trump.)"""
+        trumps = SUIT_MASKS[self.trump] & ~deal.played
+        mine = deal.held[holder] & trumps
+        best = count = 0
+        while mine:
+            top = 1 << (mine.bit_length() - 1)
+            mine ^= top
+            count += 1
+            higher = (trumps & ~deal.held[holder] & ~(top - 1) & ~top).bit_count()
+            best = max(best, count - higher)
+        return best
+
     def _ranked_out(self, deal: Deal, most: int) -> int:
         """Penalty contracts, at a trick boundary: the hero's units from here on when the
         ranks alone settle them, else -1.
@@ -269,6 +310,161 @@ class ParSearch:
         if above:
             return most
         return -1
+
+    def _this_trick(self, deal: Deal, most: int) -> tuple[int, int]:
+        """Penalty contracts, at a trick boundary: a floor and a ceiling on the hero's units
+        from here on, from the trick about to be played alone.
+
+        No trumps: a trick goes to the highest card of the suit led. When each of the hero's
+        cards of a suit S is above all the others' cards of S, the hero wins every trick led
+        in S that it follows (it must follow, and any card it plays is the highest); when one
+        of its cards of S is below a card of S already on the trick, or it has none, it can
+        lose the trick. So:
+
+        - floor: another seat leads and may lead a suit S the hero follows high in this way:
+          the three can give it the trick, and with it the card led, their penalty cards
+          (each of the other two followers holding a penalty card it may play: one of S, or
+          any when void in S; withholding and forced discards only ever ask for one) and the
+          hero's own if all of its cards of S are penalty cards. The hero on lead whose every
+          legal lead wins (nothing of the others' above it in its suit) is sure of the least
+          such trick. In el almaz and son iki's last two tricks the trick itself is the unit.
+        - ceiling: every unit still out but those this trick surely sends elsewhere. On lead,
+          the hero may lead a card some other seat must beat (all its cards of the suit are
+          higher): that card's unit is saved. Off lead, whatever the leader leads (card c of
+          suit S) the hero loses if it is void in S (then it may shed a penalty card it holds)
+          or holds a card of S below c (then it may shed one of those that is a penalty card:
+          withholding asks for exactly such a card); the card led goes with the trick. The
+          leader leads the card that saves the hero least.
+
+        Units later never go below 0 nor above what is left, so both hold for the rest of the
+        deal. ``(0, most)`` when the trick says nothing."""
+        contract, penalty, seat, held = self.contract, self.penalty, self.seat, deal.held
+        per_trick = contract == Contract.EL_ALMAZ or contract == Contract.SON_IKI
+        if contract == Contract.SON_IKI and len(deal.winners) < 11:
+            return 0, most  # the trick carries nothing
+        hero = held[seat]
+        coalition = [(seat + 1) % 4, (seat + 2) % 4, (seat + 3) % 4]
+        others = held[coalition[0]] | held[coalition[1]] | held[coalition[2]]
+        leads = deal.legal()
+
+        def dumps(suit_mask: int, followers: list[int]) -> int:
+            """The followers that may play a penalty card to a trick led in the suit."""
+            count = 0
+            for f in followers:
+                own = held[f] & suit_mask if held[f] & suit_mask else held[f]
+                if own & penalty:
+                    count += 1
+            return count
+
+        floor, saved = 0, 0
+        if deal.leader == seat:
+            worst_win, sure_win = most, True
+            mask = leads
+            while mask:
+                low = mask & -mask
+                mask ^= low
+                suit_mask = SUIT_MASKS[(low.bit_length() - 1) // 13]
+                theirs = others & suit_mask
+                if theirs.bit_length() < low.bit_length():  # nothing of theirs above it
+                    units = (
+                        1
+                        if per_trick
+                        else (1 if penalty & low else 0) + dumps(suit_mask, coalition)
+                    )
+                    worst_win = min(worst_win, units)
+                else:
+                    sure_win = False
+                if any(_lowest(held[f] & suit_mask) > low for f in coalition):
+                    # a seat whose every card of the suit beats it (it must follow)
+                    saved = max(saved, 1 if per_trick or penalty & low else 0)
+            if sure_win:
+                floor = worst_win
+        else:
+            followers = [f for f in coalition if f != deal.leader]
+            saved = most
+            mask = leads
+            while mask:
+                low = mask & -mask
+                mask ^= low
+                suit_mask = SUIT_MASKS[(low.bit_length() - 1) // 13]
+                mine, theirs = hero & suit_mask, others & suit_mask
+                if mine and _lowest(mine).bit_length() > theirs.bit_length():
+                    units = (
+                        1
+                        if per_trick
+                        else (
+                            (1 if penalty & low else 0)
+                            + dumps(suit_mask, followers)
+                            + (1 if not mine & ~penalty else 0)
+                        )
+                    )
+                    floor = max(floor, units)
+                if not mine:  # a discard loses: the hero may shed a penalty card
+                    shed = (
+                        1
+                        if per_trick
+                        else (1 if penalty & low else 0) + (1 if hero & penalty else 0)
+                    )
+                elif mine & (low - 1):  # a card below the one led loses
+                    shed = (
+                        1
+                        if per_trick
+                        else (1 if penalty & low else 0) + (1 if mine & (low - 1) & penalty else 0)
+                    )
+                else:
+                    shed = 0
+                saved = min(saved, shed)
+        return floor, most - saved
+
+    def _in_trick(self, deal: Deal, most: int) -> tuple[int, int]:
+        """Penalty contracts, inside a trick: a floor and a ceiling on the hero's units from
+        here on, from the trick on the table alone (``_this_trick`` once the lead is out).
+
+        The trick goes to the highest card of the suit led. The hero loses it when its card
+        is already beaten, when a seat still to play holds only higher cards of the suit (it
+        must follow, and beat it), or, not having played, when it is void in the suit or holds
+        a card below the highest (withholding only ever asks for such a card): then the units
+        on the table are surely not the hero's, nor a penalty card it may shed (one of those
+        low cards, or any when void). The hero wins it when its card is the highest and every
+        seat still to play may play under it (void, or holding a lower card), or, not having
+        played, when each of its cards of the suit beats all those of the seats still to play:
+        then the three can give it the units on the table, the penalty cards the seats still to
+        play may shed under it, and its own card when it has only penalty cards of the suit.
+        In el almaz and son iki's last two tricks the trick itself is the unit."""
+        contract, penalty, seat, held = self.contract, self.penalty, self.seat, deal.held
+        per_trick = contract == Contract.EL_ALMAZ or contract == Contract.SON_IKI
+        if contract == Contract.SON_IKI and len(deal.winners) < 11:
+            return 0, most  # the trick carries nothing
+        trick, leader = deal.trick, deal.leader
+        suit_mask = SUIT_MASKS[trick[0] // 13]
+        high = max(c for c in trick if c // 13 == trick[0] // 13)
+        on_table = 1 if per_trick else sum(1 for c in trick if penalty >> c & 1)
+        later = [(leader + i) % 4 for i in range(len(trick), 4)]
+        place = (seat - leader) % 4
+        hero = held[seat] & suit_mask
+        if place < len(trick):  # the hero has played
+            if trick[place] != high:
+                return 0, most - on_table  # beaten already
+            if any(_lowest(held[f] & suit_mask) > 1 << high for f in later):
+                return 0, most - on_table  # a seat to come must beat it
+            # Every seat to come may play under it: the three give the hero the trick.
+            if per_trick:
+                return 1, most
+            sheds = sum(1 for f in later if _sheds_under(held[f], suit_mask, penalty, high))
+            return on_table + sheds, most
+        below = hero & ((1 << high) - 1)
+        if not hero or below:  # the hero can lose the trick
+            if per_trick:
+                return 0, most - 1
+            own = (held[seat] if not hero else below) & penalty
+            return 0, most - on_table - (1 if own else 0)
+        to_come = [f for f in later if f != seat]
+        if all(_lowest(hero) > held[f] & suit_mask for f in to_come):  # it wins, whatever comes
+            if per_trick:
+                return 1, most
+            sheds = sum(1 for f in to_come if _sheds_under(held[f], suit_mask, penalty, 52))
+            return on_table + sheds + (0 if hero & ~penalty else 1), most
+        return 0, most
 
     # -- the table: relevant ranks ---------------------------------------------------------
     #
@@ -462,6 +658,19 @@ class ParSearch:
             return 0  # nothing left to take, or the window wants less than nothing
         if alpha >= most:
             return most
+        # The trick's bounds move the hero's units by at most its four cards (one trick in
+        # el almaz and son iki): looked at only when that could settle the window.
+        reach = 1 if self.contract == Contract.EL_ALMAZ or self.contract == Contract.SON_IKI else 4
+        near = not self.hero_wants_units and (beta <= reach or alpha >= most - reach)
+        if deal.trick and near:
+            floor, ceiling = self._in_trick(deal, most)
+            if floor >= beta or ceiling <= alpha:
+                # the trick's bounds read the ranks of the suit led alone (_in_trick)
+                self.relevant = SUIT_MASKS[deal.trick[0] // 13]
+            if floor >= beta:
+                return floor  # the three can give the hero this trick's units
+            if ceiling <= alpha:
+                return ceiling  # the hero can send this trick's units elsewhere
         key: tuple[int, ...] | None = None
         codes: tuple[int, ...] = ()
         started = narrowed = 0
@@ -486,11 +695,27 @@ class ParSearch:
                 if holder >= 0 and holder != self.seat and most - trumps <= alpha:
                     self.relevant = self._top_runs(deal, holder)
                     return most - trumps  # at most the tricks the holder's top trumps leave
+                sure = self._trump_tricks(deal, self.seat)
+                if sure >= beta:
+                    self.relevant = SUIT_MASKS[self.trump]  # it reads the trumps alone
+                    return sure  # at least these, with trumps nobody can take all of
+                theirs = max(self._trump_tricks(deal, (self.seat + k) % 4) for k in (1, 2, 3))
+                if most - theirs <= alpha:
+                    self.relevant = SUIT_MASKS[self.trump]
+                    return most - theirs  # at most the tricks one of the others' trumps leave
             else:
                 ranked = self._ranked_out(deal, most)
                 if ranked >= 0:
                     self.relevant = self._ranked_out_ranks(deal, ranked == 0)
                     return ranked  # the ranks settle the rest: nothing more, or every unit left
+                floor, ceiling = self._this_trick(deal, most) if near else (0, most)
+                if floor >= beta or ceiling <= alpha:
+                    # _this_trick reads the ranks of the suits the leader may lead alone
+                    self.relevant = _suits_of(deal.legal())
+                if floor >= beta:
+                    return floor  # the three can give the hero this trick's units
+                if ceiling <= alpha:
+                    return ceiling  # the hero can send this trick's units elsewhere
             key, codes = self._key(deal)
             self.tt_probes += 1
             found = self._find(key, codes, deal.played)
@@ -636,6 +861,11 @@ def _level(key: tuple[int, ...], pattern: tuple[tuple[int, int], ...]) -> int:
         ):
             return level
     return 0
+
+
+def _suits_of(cards: int) -> int:
+    """Every card of each suit ``cards`` has one of, as a card mask."""
+    return sum(suit_mask for suit_mask in SUIT_MASKS if cards & suit_mask)
 
 
 def _highest_of(trick: Sequence[int], suit: int) -> int:
