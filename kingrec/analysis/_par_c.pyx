@@ -327,14 +327,15 @@ cdef class ParSearch:
         return <unsigned int>(h & (BUCKETS - 1))
 
     cdef bint _find(self, const uint64_t* key, const uint64_t* codes, uint64_t played,
-                    int* low, int* high, int* move, uint64_t* named) noexcept nogil:
+                    int alpha, int beta, int* low, int* high, int* move,
+                    uint64_t* named) noexcept nogil:
         """``_par_py.ParSearch._find``: False when no entry matches."""
         cdef Entry* e
         cdef unsigned int i
         cdef int suit, level, small, fewest = 99
         cdef uint64_t rest
         cdef bint found = False
-        for level in range(NLEVELS):
+        for level in range(NLEVELS - 1, -1, -1):
             rest = key[1] | <uint64_t>level << 21
             i = self.chains[self._chain(key, level, codes)]
             while i:
@@ -358,6 +359,8 @@ cdef class ParSearch:
                     if e.high < high[0]:
                         high[0] = e.high
                     named[0] |= named_cards(e.shift, played)
+                    if low[0] == high[0] or low[0] >= beta or high[0] <= alpha:
+                        return True
         return found
 
     cdef void _sweep(self) noexcept nogil:
@@ -622,7 +625,7 @@ cdef class ParSearch:
             keyed = True
             self._key(d, key, codes)
             self.tt_probes += 1
-            if self._find(key, codes, d.played, &low, &high, &hint, &narrowed):
+            if self._find(key, codes, d.played, alpha, beta, &low, &high, &hint, &narrowed):
                 self.tt_hits += 1
                 self.relevant = narrowed
                 if low == high or low >= beta:

@@ -324,13 +324,15 @@ class ParSearch:
         return tuple(key), tuple(codes)
 
     def _find(
-        self, key: tuple[int, ...], codes: tuple[int, ...], played: int
+        self, key: tuple[int, ...], codes: tuple[int, ...], played: int, alpha: int, beta: int
     ) -> tuple[int, int, int, int] | None:
         """What the entries matching the position know: the tightest lower and upper bounds,
-        the first one's best move and the cards their patterns name; None when none does."""
+        the best move of the one that names most cards and the cards their patterns name;
+        None when none does. The levels are looked at from the top (the entries nearest the
+        position) down, and no further once the bounds settle the window (alpha, beta)."""
         found = None
         fewest = 99  # the small cards of the entry whose move is taken: the nearest one's
-        for level in range(len(LEVELS)):
+        for level in reversed(range(len(LEVELS))):
             for pattern, low, high, move, _cost in self.table.get(_filed(key, codes, level), ()):
                 if any(
                     code >> shift != top for code, (shift, top) in zip(codes, pattern, strict=True)
@@ -343,6 +345,8 @@ class ParSearch:
                 found = (max(found[0], low), min(found[1], high), found[2], found[3] | named)
                 if small < fewest:
                     fewest, found = small, (found[0], found[1], move, found[3])
+                if found[0] == found[1] or found[0] >= beta or found[1] <= alpha:
+                    return found
         return found
 
     def _rule_ranks(self, deal: Deal) -> int:
@@ -493,7 +497,7 @@ class ParSearch:
                     return ranked  # the ranks settle the rest: nothing more, or every unit left
             key, codes = self._key(deal)
             self.tt_probes += 1
-            found = self._find(key, codes, deal.played)
+            found = self._find(key, codes, deal.played, alpha, beta)
             if found is not None:
                 self.tt_hits += 1
                 low, high, hint, narrowed = found
