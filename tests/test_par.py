@@ -698,3 +698,19 @@ def test_under_must_raise_positions_alike_but_for_a_low_trumps_rank_get_their_ow
         values.append((search.units_left(1, held, 0, [], played, 11), _exhaustive(deal, 1)))
     assert values[0][0] == values[0][1] and values[1][0] == values[1][1]
     assert values[0][0] != values[1][0]
+
+
+@needs_compiled
+def test_the_twins_agree_on_the_null_window_passes_and_the_table_figures() -> None:
+    assert _twins.COMPILED is not None
+    rng = random.Random(77)
+    for _ in range(200):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3, 4)))
+        figures = []
+        for twin in (_par_py, _twins.COMPILED.par):
+            search = twin.ParSearch(deal.contract, deal.trump, deal.flags)
+            for seat in range(4):
+                _units(search, deal, seat)
+            assert search.passes <= search.nodes
+            figures.append((search.passes, search.tt_probes, search.tt_hits, search.tt_cuts))
+        assert figures[0] == figures[1]

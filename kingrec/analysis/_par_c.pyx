@@ -137,7 +137,7 @@ cdef class ParSearch:
     cdef readonly int contract, trump, seat
     cdef readonly long flags
     cdef readonly unsigned long long nodes, tt_probes, tt_hits, tt_cuts, searched_starts
-    cdef readonly unsigned long long passes
+    cdef readonly unsigned long long passes  # _par_py.ParSearch.passes
     cdef uint64_t relevant  # _par_py.ParSearch.relevant
     cdef unsigned long long by_card[4]
     cdef bint hero_wants_units, aborted
@@ -217,9 +217,9 @@ cdef class ParSearch:
         while low < high:
             target = guess + 1 if guess == low else guess
             guess = self._search(d, target - 1, target)
-            self.passes += 1
             if self.aborted:
                 return 0
+            self.passes += 1
             if guess < target:
                 high = guess
             else:

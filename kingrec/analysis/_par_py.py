@@ -122,6 +122,7 @@ class ParSearch:
         self.nodes_by_card = [0, 0, 0, 0]
         self.tt_cuts = 0
         self.searched_starts = 0
+        self.passes = 0  # null-window searches at the root (MTD(f))
         self._node_limit = 0
         self._deadline = 0
         self._clock: Callable[[], int] | None = None
@@ -173,6 +174,7 @@ class ParSearch:
         while low < high:
             target = guess + 1 if guess == low else guess
             guess = self._search(deal, target - 1, target)
+            self.passes += 1
             if guess < target:
                 high = guess
             else:
