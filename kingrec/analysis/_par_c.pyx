@@ -4,7 +4,8 @@
 The rules come from ``kingrec/_core.pxd`` (the legal set, the trick winner, the units, the
 deal's end, all in ``deal_legal`` and ``deal_push``); this file adds only the search, which
 is ``_par_py``'s line for line: the same moves in the same order, the same table with the
-same keys and the same emptying, so the two give the same values and node counts.
+same keys, patterns and levels, so the two give the same values and node counts until the
+pool of entries is full (the reference's lists never are).
 """
 
 from libc.stdint cimport uint64_t
@@ -29,8 +30,14 @@ cdef enum:
 # shorter one); it is kept in the bucket of its level, hashed on those cards.
 cdef enum:
     NLEVELS = 5
+    ALL_SUITS = 15
 cdef int LEVELS[NLEVELS]
 LEVELS[:] = [0, 1, 2, 4, 13]
+
+
+cdef uint64_t SUIT_MIX[4]
+SUIT_MIX[:] = [0x9E3779B97F4A7C15ULL, 0xC2B2AE3D27D4EB4FULL, 0x165667B19E3779F9ULL,
+               0xD6E8FEB86659FD93ULL]
 
 
 cdef inline int bit_length(unsigned int x) noexcept nogil:
@@ -41,6 +48,16 @@ cdef inline int suit_count(uint64_t lengths, int suit) noexcept nogil:
     """The cards of ``suit`` out, from a key's lengths."""
     return ((lengths >> (16 * suit)) & 15) + ((lengths >> (16 * suit + 4)) & 15) + (
         (lengths >> (16 * suit + 8)) & 15) + ((lengths >> (16 * suit + 12)) & 15)
+
+
+cdef inline int pattern_profile(uint64_t lengths, const unsigned char* shift) noexcept nogil:
+    """``_par_py._profile``."""
+    cdef int suit, count, profile = 0
+    for suit in range(4):
+        count = suit_count(lengths, suit)
+        if count == 0 or count - shift[suit] // 3 >= 1:
+            profile |= 1 << suit
+    return profile
 
 
 cdef inline int pattern_level(uint64_t lengths, const unsigned char* shift) noexcept nogil:
@@ -144,6 +161,7 @@ cdef class ParSearch:
     cdef uint64_t penalty
     cdef Entry* table  # the pool of entries: 1 .. used - 1 hold something
     cdef unsigned int* chains  # the first entry of each chain
+    cdef unsigned short* profiles  # by the hash of a key: the level-0 profiles filed
     cdef unsigned int used
     cdef readonly unsigned long long sweeps  # times the pool was full and swept
     cdef unsigned long long node_limit
@@ -159,6 +177,7 @@ cdef class ParSearch:
         self.penalty = PENALTY[contract] if 0 <= contract < 8 else 0
         self.table = NULL
         self.chains = NULL
+        self.profiles = NULL
         self.used = 1
         memset(self.by_card, 0, sizeof(self.by_card))
 
@@ -170,6 +189,7 @@ cdef class ParSearch:
     def __dealloc__(self):
         free(self.table)
         free(self.chains)
+        free(self.profiles)
 
     def units_left(self, int seat, held, int leader, trick, uint64_t played, int ntricks,
                    unsigned long long node_limit=0, long long deadline_ns=0, clock=None,
@@ -184,7 +204,8 @@ cdef class ParSearch:
         if self.table == NULL:
             self.table = <Entry*>calloc(POOL, sizeof(Entry))
             self.chains = <unsigned int*>calloc(BUCKETS, sizeof(unsigned int))
-            if self.table == NULL or self.chains == NULL:
+            self.profiles = <unsigned short*>calloc(BUCKETS, sizeof(unsigned short))
+            if self.table == NULL or self.chains == NULL or self.profiles == NULL:
                 raise MemoryError("no memory for the par search's table")
         memset(&d, 0, sizeof(DealState))
         for i in range(4):
@@ -315,16 +336,21 @@ cdef class ParSearch:
                 out ^= top
             codes[suit] = code
 
-    cdef unsigned int _chain(self, const uint64_t* key, int level,
+    cdef unsigned int _chain(self, const uint64_t* key, int level, int profile,
                              const uint64_t* codes) noexcept nogil:
-        """``_par_py._filed``, hashed: the chain of the entries of ``level``."""
-        cdef uint64_t h = mix(key[0] ^ mix(key[1] | <uint64_t>level << 21))
+        """``_par_py._filed``, hashed: the chain of the entries of ``level`` (and
+        ``profile`` at level 0)."""
+        cdef uint64_t h = key[1] | <uint64_t>level << 21 | <uint64_t>profile << 24
         cdef int suit, count, keep
         for suit in range(4):
             count = suit_count(key[0], suit)
-            keep = LEVELS[level] if LEVELS[level] < count else count
-            h = mix(h ^ (codes[suit] >> (3 * (count - keep))) ^ <uint64_t>suit << 60)
-        return <unsigned int>(h & (BUCKETS - 1))
+            if level:
+                keep = LEVELS[level] if LEVELS[level] < count else count
+            else:
+                keep = 1 if profile >> suit & 1 and count else 0
+            # an odd multiplier per suit, so that the suits' tops do not cancel out
+            h ^= (codes[suit] >> (3 * (count - keep))) * SUIT_MIX[suit]
+        return <unsigned int>(mix(key[0] ^ mix(h)) & (BUCKETS - 1))
 
     cdef bint _find(self, const uint64_t* key, const uint64_t* codes, uint64_t played,
                     int alpha, int beta, int* low, int* high, int* move,
@@ -335,9 +361,16 @@ cdef class ParSearch:
         cdef int suit, level, small, fewest = 99
         cdef uint64_t rest
         cdef bint found = False
-        for level in range(NLEVELS - 1, -1, -1):
+        cdef int look, profile
+        cdef unsigned int present = self.profiles[mix(key[0] ^ mix(key[1])) & (BUCKETS - 1)]
+        for look in range(NLEVELS - 1 + ALL_SUITS):
+            # levels 4 .. 1, then level 0 by profile (those it has: _par_py tries them all)
+            level = NLEVELS - 1 - look if look < NLEVELS - 1 else 0
+            profile = ALL_SUITS if level else look - (NLEVELS - 1)
+            if not level and not present >> profile & 1:
+                continue
             rest = key[1] | <uint64_t>level << 21
-            i = self.chains[self._chain(key, level, codes)]
+            i = self.chains[self._chain(key, level, profile, codes)]
             while i:
                 e = &self.table[i]
                 i = e.next
@@ -400,9 +433,12 @@ cdef class ParSearch:
         """``_par_py.ParSearch._store``."""
         cdef Entry* e = NULL
         cdef unsigned int i, last = 0, chain
-        cdef int suit, level = pattern_level(key[0], shift)
+        cdef int suit, level = pattern_level(key[0], shift), profile = ALL_SUITS
         cdef uint64_t rest = key[1] | <uint64_t>level << 21
-        chain = self._chain(key, level, codes)
+        if level == 0:
+            profile = pattern_profile(key[0], shift)
+            self.profiles[mix(key[0] ^ mix(key[1])) & (BUCKETS - 1)] |= 1 << profile
+        chain = self._chain(key, level, profile, codes)
         i = self.chains[chain]
         while i:
             if self.table[i].rest == rest and self.table[i].lengths == key[0]:

@@ -19,11 +19,13 @@ it fast, and none of it changes a value:
   contracts, a hero whose every card is below all the others' cards of its suit wins no
   trick left (0), and one whose every card is above them all, holding every suit they could
   lead to it, wins every trick and unit left;
-- a transposition table at trick boundaries, keyed on what is left normalised to relative
-  ranks (per suit, the owner and penalty status of each card still out, lowest first) and
-  the leader: two positions with the same key are the same game (the legal sets, trick
-  winners, units, lead bans and early end depend on nothing else), and the value, units
-  still to take, needs neither the trick number nor the units taken so far;
+- a transposition table at trick boundaries with "relevant ranks" (after Bo Haglund's
+  DDS): an entry is found by the hero, the leader, each hand's length in each suit and the
+  penalty cards out per suit, and names only the top cards of each suit whose ranks the
+  searched value rested on, with their holders and penalty statuses; it answers for every
+  position with that key whose top cards are held so (the proof is with the table code
+  below). The value, units still to take, needs neither the trick number nor the units
+  taken so far;
 - equivalent cards merged into one move: a card is skipped when the next card of its suit
   still out (held or on the trick) is in the same hand with the same penalty status;
 - the last trick played out at once (one card each: nothing to choose);
@@ -33,7 +35,7 @@ it fast, and none of it changes a value:
   son iki).
 
 The compiled twin searches the same tree in the same order, so the two give the same values,
-and the same node counts as long as its fixed-size table has not had to forget a position
+and the same node counts as long as its fixed-size pool of entries has not had to forget any
 (``tests/test_par.py`` holds them to both).
 """
 
@@ -61,6 +63,7 @@ CLOCK_EVERY = 4096  # nodes between two looks at the clock
 # many cards apart, under those cards, keeps them from crowding out each other (and the
 # ones that name few) where the lengths alone are alike.
 LEVELS = (0, 1, 2, 4, 13)
+ALL_SUITS = 15
 _ALL_CARDS = (1 << 52) - 1
 _DEAL_SLOTS = Deal.__slots__
 
@@ -101,7 +104,7 @@ class ParSearch:
     """Searches positions of one deal, for any hero seat; the table (keyed on the hero too)
     lives across searches, so the positions of a whole deal (a review) share what earlier
     searches learnt. The reference's table is a dict that never forgets; the compiled twin's
-    is a fixed 2**20 entries that keeps the costlier positions when it must choose."""
+    is a pool of 2**20 entries that, when it is full, keeps the costlier half."""
 
     def __init__(self, contract: int, trump: int, flags: int) -> None:
         self.contract = contract
@@ -334,8 +337,11 @@ class ParSearch:
         position) down, and no further once the bounds settle the window (alpha, beta)."""
         found = None
         fewest = 99  # the small cards of the entry whose move is taken: the nearest one's
-        for level in reversed(range(len(LEVELS))):
-            for pattern, low, high, move, _cost in self.table.get(_filed(key, codes, level), ()):
+        looks = [(level, ALL_SUITS) for level in range(len(LEVELS) - 1, 0, -1)]
+        looks += [(0, profile) for profile in range(ALL_SUITS)]
+        for level, profile in looks:
+            filed = _filed(key, codes, level, profile)
+            for pattern, low, high, move, _cost in self.table.get(filed, ()):
                 if any(
                     code >> shift != top for code, (shift, top) in zip(codes, pattern, strict=True)
                 ):
@@ -601,7 +607,9 @@ class ParSearch:
         """Keep what a search of ``cost`` nodes learnt: an entry with the same key and
         pattern gains the bound, else a new one is filed at the end of its list. (The
         compiled twin's pool, when it is full, keeps the costlier half of its entries.)"""
-        entries = self.table.setdefault(_filed(key, codes, _level(key, pattern)), [])
+        level = _level(key, pattern)
+        profile = _profile(key, pattern) if level == 0 else ALL_SUITS
+        entries = self.table.setdefault(_filed(key, codes, level, profile), [])
         for entry in entries:
             if entry[0] == pattern:
                 break
@@ -623,13 +631,28 @@ def _suit_counts(key: tuple[int, ...]) -> list[int]:
     return [sum(key[2 + 5 * suit : 6 + 5 * suit]) for suit in range(4)]
 
 
-def _filed(key: tuple[int, ...], codes: tuple[int, ...], level: int) -> tuple[int, ...]:
+def _filed(
+    key: tuple[int, ...], codes: tuple[int, ...], level: int, profile: int = ALL_SUITS
+) -> tuple[int, ...]:
     """Where the entries of ``level`` for a position are: its key, the level and the top
-    ``LEVELS[level]`` cards of each suit (the compiled twin hashes them to a bucket)."""
+    ``LEVELS[level]`` cards of each suit (the compiled twin hashes them to a chain). Level
+    0 holds the entries that leave a suit wholly small; they are filed by ``profile``, the
+    suits they name a card of (or that are out), under the top card of each of those."""
     tops = []
-    for count, code in zip(_suit_counts(key), codes, strict=True):
-        tops.append(code >> 3 * (count - min(LEVELS[level], count)))
-    return (*key, level, *tops)
+    for suit, (count, code) in enumerate(zip(_suit_counts(key), codes, strict=True)):
+        keep = min(LEVELS[level], count) if level else min(profile >> suit & 1, count)
+        tops.append(code >> 3 * (count - keep))
+    return (*key, level, profile, *tops)
+
+
+def _profile(key: tuple[int, ...], pattern: tuple[tuple[int, int], ...]) -> int:
+    """The suits ``pattern`` names a card of, or that have no card out: its filing at level
+    0 (ALL_SUITS above it)."""
+    profile = 0
+    for suit, (count, (shift, _top)) in enumerate(zip(_suit_counts(key), pattern, strict=True)):
+        if count == 0 or count - shift // 3 >= 1:
+            profile |= 1 << suit
+    return profile
 
 
 def _level(key: tuple[int, ...], pattern: tuple[tuple[int, int], ...]) -> int:
