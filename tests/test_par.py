@@ -714,3 +714,30 @@ def test_the_twins_agree_on_the_null_window_passes_and_the_table_figures() -> No
             assert search.passes <= search.nodes
             figures.append((search.passes, search.tt_probes, search.tt_hits, search.tt_cuts))
         assert figures[0] == figures[1]
+
+
+@needs_compiled
+@pytest.mark.parametrize("pool", [2, 3, 8])
+def test_a_compiled_table_swept_when_full_keeps_every_value(pool: int) -> None:
+    # A pool of a few entries fills at once on four-trick endings: each time it is full it
+    # keeps the costlier half and forgets the rest. The values are the reference's (which
+    # never forgets), searching every seat with one table.
+    assert _twins.COMPILED is not None
+    compiled = _twins.COMPILED.par
+    rng = random.Random(4040)
+    sweeps = 0
+    for _ in range(25):
+        deal, _rules = _random_ending(rng, 4)
+        small = compiled.ParSearch(deal.contract, deal.trump, deal.flags, pool)
+        reference = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        for seat in range(4):
+            assert _units(small, deal, seat) == _units(reference, deal, seat)
+        sweeps += small.sweeps
+    assert sweeps > 25
+
+
+@needs_compiled
+def test_a_compiled_table_needs_room_for_two_entries() -> None:
+    assert _twins.COMPILED is not None
+    with pytest.raises(ValueError, match="the pool holds"):
+        _twins.COMPILED.par.ParSearch(Contract.KOZ, SPADES, 0, 1)

@@ -162,13 +162,17 @@ cdef class ParSearch:
     cdef Entry* table  # the pool of entries: 1 .. used - 1 hold something
     cdef unsigned int* chains  # the first entry of each chain
     cdef unsigned short* profiles  # by the hash of a key: the level-0 profiles filed
-    cdef unsigned int used
+    cdef unsigned int used, pool
     cdef readonly unsigned long long sweeps  # times the pool was full and swept
     cdef unsigned long long node_limit
     cdef long long deadline
     cdef object clock
 
-    def __cinit__(self, int contract, int trump, long flags):
+    def __cinit__(self, int contract, int trump, long flags, unsigned int pool=POOL):
+        # ``pool``: the entries the table may hold (tests make it small to see it swept)
+        if not 2 <= pool <= POOL:
+            raise ValueError(f"the pool holds 2 .. {POOL} entries")
+        self.pool = pool
         self.contract = contract
         self.trump = trump
         self.flags = flags
@@ -202,7 +206,7 @@ cdef class ParSearch:
             raise ValueError("seat and leader are 0..3, and a trick on the table has 0..3 cards")
         self.seat = seat
         if self.table == NULL:
-            self.table = <Entry*>calloc(POOL, sizeof(Entry))
+            self.table = <Entry*>calloc(self.pool, sizeof(Entry))
             self.chains = <unsigned int*>calloc(BUCKETS, sizeof(unsigned int))
             self.profiles = <unsigned short*>calloc(BUCKETS, sizeof(unsigned short))
             if self.table == NULL or self.chains == NULL or self.profiles == NULL:
@@ -405,7 +409,8 @@ cdef class ParSearch:
         memset(counts, 0, sizeof(counts))
         for i in range(1, self.used):
             counts[bit_length(self.table[i].cost)] += 1
-        while cut < 33 and total + counts[cut] < (self.used - 1) // 2:
+        # (at least one entry goes, so that a store after the sweep finds room)
+        while cut < 33 and total + counts[cut] < max(1, (self.used - 1) // 2):
             total += counts[cut]
             cut += 1
         memset(self.chains, 0, BUCKETS * sizeof(unsigned int))
@@ -452,7 +457,7 @@ cdef class ParSearch:
             last = i
             i = self.table[i].next
         if e == NULL:
-            if self.used == POOL:
+            if self.used == self.pool:
                 self._sweep()
                 self._store(key, codes, top, shift, value, alpha, beta, move, cost)
                 return
