@@ -405,7 +405,7 @@ cdef class ParSearch:
         their cost), in their order, and forget the rest."""
         cdef unsigned int counts[34]
         cdef unsigned int i, kept = 1, total = 0, tail
-        cdef int bits, cut = 0
+        cdef int cut = 0
         memset(counts, 0, sizeof(counts))
         for i in range(1, self.used):
             counts[bit_length(self.table[i].cost)] += 1
