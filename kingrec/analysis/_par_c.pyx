@@ -4,7 +4,8 @@
 The rules come from ``kingrec/_core.pxd`` (the legal set, the trick winner, the units, the
 deal's end, all in ``deal_legal`` and ``deal_push``); this file adds only the search, which
 is ``_par_py``'s line for line: the same moves in the same order, the same table with the
-same keys and the same emptying, so the two give the same values and node counts.
+same keys, patterns and levels, so the two give the same values and node counts until the
+pool of entries is full (the reference's lists never are).
 """
 
 from libc.stdint cimport uint64_t
@@ -21,7 +22,7 @@ from kingrec._core cimport (
 __all__ = ["CLOCK_EVERY", "TT_ENTRIES", "ParSearch"]
 
 cdef enum:
-    POOL = 1 << 20  # entries of 64 bytes: 64 MiB per deal being searched
+    POOL = 1 << 20  # entries of 72 bytes: 72 MiB per deal being searched (+ 6 MiB index)
     BUCKETS = 1 << 20  # chains of entries, by the hash of where an entry is filed
     EVERY = 4096  # nodes between two looks at the clock
 
@@ -29,8 +30,14 @@ cdef enum:
 # shorter one); it is kept in the bucket of its level, hashed on those cards.
 cdef enum:
     NLEVELS = 5
+    ALL_SUITS = 15
 cdef int LEVELS[NLEVELS]
 LEVELS[:] = [0, 1, 2, 4, 13]
+
+
+cdef uint64_t SUIT_MIX[4]
+SUIT_MIX[:] = [0x9E3779B97F4A7C15ULL, 0xC2B2AE3D27D4EB4FULL, 0x165667B19E3779F9ULL,
+               0xD6E8FEB86659FD93ULL]
 
 
 cdef inline int bit_length(unsigned int x) noexcept nogil:
@@ -41,6 +48,16 @@ cdef inline int suit_count(uint64_t lengths, int suit) noexcept nogil:
     """The cards of ``suit`` out, from a key's lengths."""
     return ((lengths >> (16 * suit)) & 15) + ((lengths >> (16 * suit + 4)) & 15) + (
         (lengths >> (16 * suit + 8)) & 15) + ((lengths >> (16 * suit + 12)) & 15)
+
+
+cdef inline int pattern_profile(uint64_t lengths, const unsigned char* shift) noexcept nogil:
+    """``_par_py._profile``."""
+    cdef int suit, count, profile = 0
+    for suit in range(4):
+        count = suit_count(lengths, suit)
+        if count == 0 or count - shift[suit] // 3 >= 1:
+            profile |= 1 << suit
+    return profile
 
 
 cdef inline int pattern_level(uint64_t lengths, const unsigned char* shift) noexcept nogil:
@@ -154,20 +171,25 @@ cdef class ParSearch:
     cdef readonly int contract, trump, seat
     cdef readonly long flags
     cdef readonly unsigned long long nodes, tt_probes, tt_hits, tt_cuts, searched_starts
-    cdef readonly unsigned long long passes
+    cdef readonly unsigned long long passes  # _par_py.ParSearch.passes
     cdef uint64_t relevant  # _par_py.ParSearch.relevant
     cdef unsigned long long by_card[4]
     cdef bint hero_wants_units, aborted
     cdef uint64_t penalty
     cdef Entry* table  # the pool of entries: 1 .. used - 1 hold something
     cdef unsigned int* chains  # the first entry of each chain
-    cdef unsigned int used
+    cdef unsigned short* profiles  # by the hash of a key: the level-0 profiles filed
+    cdef unsigned int used, pool
     cdef readonly unsigned long long sweeps  # times the pool was full and swept
     cdef unsigned long long node_limit
     cdef long long deadline
     cdef object clock
 
-    def __cinit__(self, int contract, int trump, long flags):
+    def __cinit__(self, int contract, int trump, long flags, unsigned int pool=POOL):
+        # ``pool``: the entries the table may hold (tests make it small to see it swept)
+        if not 2 <= pool <= POOL:
+            raise ValueError(f"the pool holds 2 .. {POOL} entries")
+        self.pool = pool
         self.contract = contract
         self.trump = trump
         self.flags = flags
@@ -176,6 +198,7 @@ cdef class ParSearch:
         self.penalty = PENALTY[contract] if 0 <= contract < 8 else 0
         self.table = NULL
         self.chains = NULL
+        self.profiles = NULL
         self.used = 1
         memset(self.by_card, 0, sizeof(self.by_card))
 
@@ -187,6 +210,7 @@ cdef class ParSearch:
     def __dealloc__(self):
         free(self.table)
         free(self.chains)
+        free(self.profiles)
 
     def units_left(self, int seat, held, int leader, trick, uint64_t played, int ntricks,
                    unsigned long long node_limit=0, long long deadline_ns=0, clock=None,
@@ -199,9 +223,10 @@ cdef class ParSearch:
             raise ValueError("seat and leader are 0..3, and a trick on the table has 0..3 cards")
         self.seat = seat
         if self.table == NULL:
-            self.table = <Entry*>calloc(POOL, sizeof(Entry))
+            self.table = <Entry*>calloc(self.pool, sizeof(Entry))
             self.chains = <unsigned int*>calloc(BUCKETS, sizeof(unsigned int))
-            if self.table == NULL or self.chains == NULL:
+            self.profiles = <unsigned short*>calloc(BUCKETS, sizeof(unsigned short))
+            if self.table == NULL or self.chains == NULL or self.profiles == NULL:
                 raise MemoryError("no memory for the par search's table")
         memset(&d, 0, sizeof(DealState))
         for i in range(4):
@@ -234,9 +259,9 @@ cdef class ParSearch:
         while low < high:
             target = guess + 1 if guess == low else guess
             guess = self._search(d, target - 1, target)
-            self.passes += 1
             if self.aborted:
                 return 0
+            self.passes += 1
             if guess < target:
                 high = guess
             else:
@@ -484,28 +509,41 @@ cdef class ParSearch:
                 out ^= top
             codes[suit] = code
 
-    cdef unsigned int _chain(self, const uint64_t* key, int level,
+    cdef unsigned int _chain(self, const uint64_t* key, int level, int profile,
                              const uint64_t* codes) noexcept nogil:
-        """``_par_py._filed``, hashed: the chain of the entries of ``level``."""
-        cdef uint64_t h = mix(key[0] ^ mix(key[1] | <uint64_t>level << 21))
+        """``_par_py._filed``, hashed: the chain of the entries of ``level`` (and
+        ``profile`` at level 0)."""
+        cdef uint64_t h = key[1] | <uint64_t>level << 21 | <uint64_t>profile << 24
         cdef int suit, count, keep
         for suit in range(4):
             count = suit_count(key[0], suit)
-            keep = LEVELS[level] if LEVELS[level] < count else count
-            h = mix(h ^ (codes[suit] >> (3 * (count - keep))) ^ <uint64_t>suit << 60)
-        return <unsigned int>(h & (BUCKETS - 1))
+            if level:
+                keep = LEVELS[level] if LEVELS[level] < count else count
+            else:
+                keep = 1 if profile >> suit & 1 and count else 0
+            # an odd multiplier per suit, so that the suits' tops do not cancel out
+            h ^= (codes[suit] >> (3 * (count - keep))) * SUIT_MIX[suit]
+        return <unsigned int>(mix(key[0] ^ mix(h)) & (BUCKETS - 1))
 
     cdef bint _find(self, const uint64_t* key, const uint64_t* codes, uint64_t played,
-                    int* low, int* high, int* move, uint64_t* named) noexcept nogil:
+                    int alpha, int beta, int* low, int* high, int* move,
+                    uint64_t* named) noexcept nogil:
         """``_par_py.ParSearch._find``: False when no entry matches."""
         cdef Entry* e
         cdef unsigned int i
         cdef int suit, level, small, fewest = 99
         cdef uint64_t rest
         cdef bint found = False
-        for level in range(NLEVELS):
+        cdef int look, profile
+        cdef unsigned int present = self.profiles[mix(key[0] ^ mix(key[1])) & (BUCKETS - 1)]
+        for look in range(NLEVELS - 1 + ALL_SUITS):
+            # levels 4 .. 1, then level 0 by profile (those it has: _par_py tries them all)
+            level = NLEVELS - 1 - look if look < NLEVELS - 1 else 0
+            profile = ALL_SUITS if level else look - (NLEVELS - 1)
+            if not level and not present >> profile & 1:
+                continue
             rest = key[1] | <uint64_t>level << 21
-            i = self.chains[self._chain(key, level, codes)]
+            i = self.chains[self._chain(key, level, profile, codes)]
             while i:
                 e = &self.table[i]
                 i = e.next
@@ -527,6 +565,8 @@ cdef class ParSearch:
                     if e.high < high[0]:
                         high[0] = e.high
                     named[0] |= named_cards(e.shift, played)
+                    if low[0] == high[0] or low[0] >= beta or high[0] <= alpha:
+                        return True
         return found
 
     cdef void _sweep(self) noexcept nogil:
@@ -534,11 +574,12 @@ cdef class ParSearch:
         their cost), in their order, and forget the rest."""
         cdef unsigned int counts[34]
         cdef unsigned int i, kept = 1, total = 0, tail
-        cdef int bits, cut = 0
+        cdef int cut = 0
         memset(counts, 0, sizeof(counts))
         for i in range(1, self.used):
             counts[bit_length(self.table[i].cost)] += 1
-        while cut < 33 and total + counts[cut] < (self.used - 1) // 2:
+        # (at least one entry goes, so that a store after the sweep finds room)
+        while cut < 33 and total + counts[cut] < max(1, (self.used - 1) // 2):
             total += counts[cut]
             cut += 1
         memset(self.chains, 0, BUCKETS * sizeof(unsigned int))
@@ -566,9 +607,12 @@ cdef class ParSearch:
         """``_par_py.ParSearch._store``."""
         cdef Entry* e = NULL
         cdef unsigned int i, last = 0, chain
-        cdef int suit, level = pattern_level(key[0], shift)
+        cdef int suit, level = pattern_level(key[0], shift), profile = ALL_SUITS
         cdef uint64_t rest = key[1] | <uint64_t>level << 21
-        chain = self._chain(key, level, codes)
+        if level == 0:
+            profile = pattern_profile(key[0], shift)
+            self.profiles[mix(key[0] ^ mix(key[1])) & (BUCKETS - 1)] |= 1 << profile
+        chain = self._chain(key, level, profile, codes)
         i = self.chains[chain]
         while i:
             if self.table[i].rest == rest and self.table[i].lengths == key[0]:
@@ -582,7 +626,7 @@ cdef class ParSearch:
             last = i
             i = self.table[i].next
         if e == NULL:
-            if self.used == POOL:
+            if self.used == self.pool:
                 self._sweep()
                 self._store(key, codes, top, shift, value, alpha, beta, move, cost)
                 return
@@ -828,7 +872,7 @@ cdef class ParSearch:
             keyed = True
             self._key(d, key, codes)
             self.tt_probes += 1
-            if self._find(key, codes, d.played, &low, &high, &hint, &narrowed):
+            if self._find(key, codes, d.played, alpha, beta, &low, &high, &hint, &narrowed):
                 self.tt_hits += 1
                 self.relevant = narrowed
                 if low == high or low >= beta:

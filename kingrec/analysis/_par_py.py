@@ -23,11 +23,13 @@ it fast, and none of it changes a value:
   and the trick about to be played or on the table bounds the hero's units either way
   (``_this_trick``, ``_in_trick``: a trick the three can make it win, one it can surely
   lose);
-- a transposition table at trick boundaries, keyed on what is left normalised to relative
-  ranks (per suit, the owner and penalty status of each card still out, lowest first) and
-  the leader: two positions with the same key are the same game (the legal sets, trick
-  winners, units, lead bans and early end depend on nothing else), and the value, units
-  still to take, needs neither the trick number nor the units taken so far;
+- a transposition table at trick boundaries with "relevant ranks" (after Bo Haglund's
+  DDS): an entry is found by the hero, the leader, each hand's length in each suit and the
+  penalty cards out per suit, and names only the top cards of each suit whose ranks the
+  searched value rested on, with their holders and penalty statuses; it answers for every
+  position with that key whose top cards are held so (the proof is with the table code
+  below). The value, units still to take, needs neither the trick number nor the units
+  taken so far;
 - equivalent cards merged into one move: a card is skipped when the next card of its suit
   still out (held or on the trick) is in the same hand with the same penalty status;
 - the last trick played out at once (one card each: nothing to choose);
@@ -37,7 +39,7 @@ it fast, and none of it changes a value:
   son iki).
 
 The compiled twin searches the same tree in the same order, so the two give the same values,
-and the same node counts as long as its fixed-size table has not had to forget a position
+and the same node counts as long as its fixed-size pool of entries has not had to forget any
 (``tests/test_par.py`` holds them to both).
 """
 
@@ -65,6 +67,7 @@ CLOCK_EVERY = 4096  # nodes between two looks at the clock
 # many cards apart, under those cards, keeps them from crowding out each other (and the
 # ones that name few) where the lengths alone are alike.
 LEVELS = (0, 1, 2, 4, 13)
+ALL_SUITS = 15
 _ALL_CARDS = (1 << 52) - 1
 _DEAL_SLOTS = Deal.__slots__
 
@@ -120,7 +123,7 @@ class ParSearch:
     """Searches positions of one deal, for any hero seat; the table (keyed on the hero too)
     lives across searches, so the positions of a whole deal (a review) share what earlier
     searches learnt. The reference's table is a dict that never forgets; the compiled twin's
-    is a fixed 2**20 entries that keeps the costlier positions when it must choose."""
+    is a pool of 2**20 entries that, when it is full, keeps the costlier half."""
 
     def __init__(self, contract: int, trump: int, flags: int) -> None:
         self.contract = contract
@@ -141,6 +144,7 @@ class ParSearch:
         self.nodes_by_card = [0, 0, 0, 0]
         self.tt_cuts = 0
         self.searched_starts = 0
+        self.passes = 0  # null-window searches at the root (MTD(f))
         self._node_limit = 0
         self._deadline = 0
         self._clock: Callable[[], int] | None = None
@@ -192,6 +196,7 @@ class ParSearch:
         while low < high:
             target = guess + 1 if guess == low else guess
             guess = self._search(deal, target - 1, target)
+            self.passes += 1
             if guess < target:
                 high = guess
             else:
@@ -495,9 +500,12 @@ class ParSearch:
     # hand, one status) are both named or both small: the pattern is widened down past the
     # lowest named card while the card below it is such a neighbour; two small cards of one
     # hand are interchangeable. The bounds that answer at a trick start name the ranks they
-    # read (_top_runs, _ranked_out_ranks) and are monotone in them; one that names nothing
-    # rests on every card. The table's own bounds, when they narrow the window, add the
-    # ranks their entry names. The entry keeps every value and bound that rests on no more.
+    # read (_top_runs, _ranked_out_ranks) and are monotone in them, or name whole suits: the
+    # trump tricks every trump, the trick about to be played every suit the leader may lead;
+    # the bound inside a trick (_in_trick) names the suit led, the only ranks it reads. One
+    # that names nothing rests on every card. The table's own bounds, when they narrow the
+    # window, add the ranks their entry names. The entry keeps every value and bound that
+    # rests on no more.
 
     def _key(self, deal: Deal) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """At a trick start: the key (the hero, the leader, per suit each hand's length and
@@ -520,14 +528,19 @@ class ParSearch:
         return tuple(key), tuple(codes)
 
     def _find(
-        self, key: tuple[int, ...], codes: tuple[int, ...], played: int
+        self, key: tuple[int, ...], codes: tuple[int, ...], played: int, alpha: int, beta: int
     ) -> tuple[int, int, int, int] | None:
         """What the entries matching the position know: the tightest lower and upper bounds,
-        the first one's best move and the cards their patterns name; None when none does."""
+        the best move of the one that names most cards and the cards their patterns name;
+        None when none does. The levels are looked at from the top (the entries nearest the
+        position) down, and no further once the bounds settle the window (alpha, beta)."""
         found = None
         fewest = 99  # the small cards of the entry whose move is taken: the nearest one's
-        for level in range(len(LEVELS)):
-            for pattern, low, high, move, _cost in self.table.get(_filed(key, codes, level), ()):
+        looks = [(level, ALL_SUITS) for level in range(len(LEVELS) - 1, 0, -1)]
+        looks += [(0, profile) for profile in range(ALL_SUITS)]
+        for level, profile in looks:
+            filed = _filed(key, codes, level, profile)
+            for pattern, low, high, move, _cost in self.table.get(filed, ()):
                 if any(
                     code >> shift != top for code, (shift, top) in zip(codes, pattern, strict=True)
                 ):
@@ -539,6 +552,8 @@ class ParSearch:
                 found = (max(found[0], low), min(found[1], high), found[2], found[3] | named)
                 if small < fewest:
                     fewest, found = small, (found[0], found[1], move, found[3])
+                if found[0] == found[1] or found[0] >= beta or found[1] <= alpha:
+                    return found
         return found
 
     def _rule_ranks(self, deal: Deal) -> int:
@@ -718,7 +733,7 @@ class ParSearch:
                     return ceiling  # the hero can send this trick's units elsewhere
             key, codes = self._key(deal)
             self.tt_probes += 1
-            found = self._find(key, codes, deal.played)
+            found = self._find(key, codes, deal.played, alpha, beta)
             if found is not None:
                 self.tt_hits += 1
                 low, high, hint, narrowed = found
@@ -820,7 +835,9 @@ class ParSearch:
         """Keep what a search of ``cost`` nodes learnt: an entry with the same key and
         pattern gains the bound, else a new one is filed at the end of its list. (The
         compiled twin's pool, when it is full, keeps the costlier half of its entries.)"""
-        entries = self.table.setdefault(_filed(key, codes, _level(key, pattern)), [])
+        level = _level(key, pattern)
+        profile = _profile(key, pattern) if level == 0 else ALL_SUITS
+        entries = self.table.setdefault(_filed(key, codes, level, profile), [])
         for entry in entries:
             if entry[0] == pattern:
                 break
@@ -842,13 +859,28 @@ def _suit_counts(key: tuple[int, ...]) -> list[int]:
     return [sum(key[2 + 5 * suit : 6 + 5 * suit]) for suit in range(4)]
 
 
-def _filed(key: tuple[int, ...], codes: tuple[int, ...], level: int) -> tuple[int, ...]:
+def _filed(
+    key: tuple[int, ...], codes: tuple[int, ...], level: int, profile: int = ALL_SUITS
+) -> tuple[int, ...]:
     """Where the entries of ``level`` for a position are: its key, the level and the top
-    ``LEVELS[level]`` cards of each suit (the compiled twin hashes them to a bucket)."""
+    ``LEVELS[level]`` cards of each suit (the compiled twin hashes them to a chain). Level
+    0 holds the entries that leave a suit wholly small; they are filed by ``profile``, the
+    suits they name a card of (or that are out), under the top card of each of those."""
     tops = []
-    for count, code in zip(_suit_counts(key), codes, strict=True):
-        tops.append(code >> 3 * (count - min(LEVELS[level], count)))
-    return (*key, level, *tops)
+    for suit, (count, code) in enumerate(zip(_suit_counts(key), codes, strict=True)):
+        keep = min(LEVELS[level], count) if level else min(profile >> suit & 1, count)
+        tops.append(code >> 3 * (count - keep))
+    return (*key, level, profile, *tops)
+
+
+def _profile(key: tuple[int, ...], pattern: tuple[tuple[int, int], ...]) -> int:
+    """The suits ``pattern`` names a card of, or that have no card out: its filing at level
+    0 (ALL_SUITS above it)."""
+    profile = 0
+    for suit, (count, (shift, _top)) in enumerate(zip(_suit_counts(key), pattern, strict=True)):
+        if count == 0 or count - shift // 3 >= 1:
+            profile |= 1 << suit
+    return profile
 
 
 def _level(key: tuple[int, ...], pattern: tuple[tuple[int, int], ...]) -> int:
