@@ -527,3 +527,217 @@ def test_a_review_of_a_simulated_ending_matches_the_par_before_and_after_each_ca
         assert cost.cost == before - after  # koz: tricks given away
         assert cost.cost_points == 50 * cost.cost
         assert (cost.card in cost.best) == (cost.cost == 0)
+
+
+# -- the table: relevant ranks ---------------------------------------------------------------
+
+# Every preset and the house options no preset turns on, alone and all together: the rules
+# that make a low card's rank matter (must raise, must overtrump, withholding), the lead
+# bans, forced discards, the rıfkı heart after the king, and the early end on or off.
+RULESETS = {
+    **PRESETS,
+    "overtrump": CLASSIC.replace(must_overtrump=True),
+    "no-ruff": CLASSIC.replace(must_ruff=False),
+    "no-early-end": CLASSIC.replace(early_end=frozenset()),
+    "withholding-everywhere": CLASSIC.replace(
+        withholding=frozenset(Contract) - {Contract.KOZ},
+        heart_lead_ban=frozenset(Contract) - {Contract.KOZ},
+    ),
+    "everything": CLASSIC.replace(
+        must_overtrump=True,
+        must_raise_on_trump_lead=True,
+        trump_lead_needs_break=True,
+        rifki_heart_after_king=True,
+        withholding=frozenset(Contract) - {Contract.KOZ},
+    ),
+}
+
+
+def _ending_under(
+    rng: random.Random, rules: Ruleset, contract: Contract, tricks_left: int
+) -> Deal | None:
+    """A random deal of ``contract`` under ``rules`` played at random to a trick start with
+    ``tricks_left`` tricks to go (None when it ended before)."""
+    trump = rng.randrange(4) if contract == Contract.KOZ else -1
+    cards = list(range(52))
+    rng.shuffle(cards)
+    deal = Deal(bytes(cards), rng.randrange(4), contract, trump, rules.deal_flags(contract))
+    while deal.nplays < 52 - 4 * tricks_left and deal.end == 0:
+        deal.push(rng.choice(list(cards_in(deal.legal()))))
+    return deal if deal.end == 0 else None
+
+
+def _play_on(rng: random.Random, deal: Deal, plays: int) -> list[Deal]:
+    """The positions of ``deal`` played on at random for up to ``plays`` cards."""
+    positions = [deal]
+    for _ in range(plays):
+        if positions[-1].end:
+            break
+        nxt = _par_py._clone(positions[-1])
+        nxt.push(rng.choice(list(cards_in(nxt.legal()))))
+        if nxt.end:
+            break
+        positions.append(nxt)
+    return positions
+
+
+def _units(search: object, deal: Deal, seat: int) -> int:
+    return search.units_left(  # type: ignore[attr-defined,no-any-return]
+        seat, deal.held, deal.leader, deal.trick, deal.played, len(deal.winners)
+    )
+
+
+@pytest.mark.parametrize("name", list(RULESETS))
+def test_one_table_shared_by_every_seat_and_position_agrees_with_exhaustive_minimax(
+    par_twin: ModuleType, name: str
+) -> None:
+    # The table's entries answer for positions they were not searched on: one ParSearch (one
+    # table) searches each seat of a three-trick ending and of the positions played on from
+    # it at random, the way a review does, under every contract; each value is minimax's.
+    rules = RULESETS[name]
+    rng = random.Random(f"relevant ranks {name}")
+    for contract in Contract:
+        checked = 0
+        while checked < 3:
+            deal = _ending_under(rng, rules, contract, 3)
+            if deal is None:
+                continue
+            search = par_twin.ParSearch(deal.contract, deal.trump, deal.flags)
+            for position in _play_on(rng, deal, 6):
+                for seat in range(4):
+                    assert _units(search, position, seat) == _exhaustive(position, seat), (
+                        name,
+                        contract,
+                        position.held,
+                        position.trick,
+                        seat,
+                    )
+            checked += 1
+
+
+def _exact_only(codes: tuple[int, ...], relevant: int, played: int) -> object:
+    # The table as it was before relevant ranks: every entry names every card.
+    return _relevant_ranks(codes, (1 << 52) - 1, played)
+
+
+_relevant_ranks = _par_py._relevant_ranks
+
+
+@needs_compiled
+@pytest.mark.parametrize("name", list(RULESETS))
+def test_relevant_ranks_change_no_value_of_longer_endings(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Five-trick endings, too long for minimax: the compiled twin with relevant
+    # ranks, one table for all four seats and the positions played on, against the reference
+    # whose entries name every card (a table keyed on the whole position, as it was).
+    assert _twins.COMPILED is not None
+    compiled = _twins.COMPILED.par
+    rules = RULESETS[name]
+    rng = random.Random(f"longer endings {name}")
+    exact_values = []
+    positions_and_searches = []
+    for contract in Contract:
+        deal = None
+        while deal is None:
+            deal = _ending_under(rng, rules, contract, 5)
+        search = compiled.ParSearch(deal.contract, deal.trump, deal.flags)
+        played_on = _play_on(rng, deal, 5)
+        for position in (played_on[0], played_on[-1]):
+            for seat in range(4):
+                positions_and_searches.append((position, seat, _units(search, position, seat)))
+    monkeypatch.setattr(_par_py, "_relevant_ranks", _exact_only)
+    for position, seat, value in positions_and_searches:
+        reference = _par_py.ParSearch(position.contract, position.trump, position.flags)
+        exact_values.append(_units(reference, position, seat))
+        assert value == exact_values[-1], (name, position.contract, position.held, seat)
+    assert len(exact_values) >= 4 * len(Contract)
+
+
+def test_entries_answer_for_positions_they_were_not_searched_on_and_save_nodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The same searches (four-trick endings, every seat, one table each) with relevant
+    # ranks and with entries that name every card: the same values, more trick starts
+    # answered by the table and fewer nodes with relevant ranks.
+    rng = random.Random(1818)
+    endings = [_random_ending(rng, 4)[0] for _ in range(30)]
+
+    def run() -> tuple[list[int], int, int]:
+        values: list[int] = []
+        nodes = cuts = 0
+        for deal in endings:
+            search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+            values.extend(_units(search, deal, seat) for seat in range(4))
+            nodes, cuts = nodes + search.nodes, cuts + search.tt_cuts
+        return values, nodes, cuts
+
+    values, nodes, cuts = run()
+    monkeypatch.setattr(_par_py, "_relevant_ranks", _exact_only)
+    exact_values, exact_nodes, exact_cuts = run()
+    assert values == exact_values
+    assert cuts > exact_cuts and nodes < exact_nodes
+
+
+def test_under_must_raise_positions_alike_but_for_a_low_trumps_rank_get_their_own_values(
+    par_twin: ModuleType,
+) -> None:
+    # Koz under must-raise-on-trump-lead, two tricks left: seat 0 leads the 5 of spades
+    # (trumps) and seat 1, holding the 4 and the 6, must raise and wins; with the 6 led
+    # against its 4 and 5 it cannot. Searched with one table, each position gets minimax's
+    # value, and the two values differ: the entry of the first does not answer for the second.
+    rules = CLASSIC.replace(must_raise_on_trump_lead=True)
+    flags = rules.deal_flags(Contract.KOZ)
+    search = par_twin.ParSearch(Contract.KOZ, SPADES, flags)
+    values = []
+    for hands in (("5S 2D", "4S 6S", "2C 3C", "4C 5C"), ("6S 2D", "4S 5S", "2C 3C", "4C 5C")):
+        held = [sum(1 << c for c in parse_cards(h)) for h in hands]
+        played = ((1 << 52) - 1) & ~sum(held)
+        deal = Deal(bytes(range(52)), 0, Contract.KOZ, SPADES, flags)
+        deal.held, deal.played, deal.winners = held, played, bytearray(11)
+        values.append((search.units_left(1, held, 0, [], played, 11), _exhaustive(deal, 1)))
+    assert values[0][0] == values[0][1] and values[1][0] == values[1][1]
+    assert values[0][0] != values[1][0]
+
+
+@needs_compiled
+def test_the_twins_agree_on_the_null_window_passes_and_the_table_figures() -> None:
+    assert _twins.COMPILED is not None
+    rng = random.Random(77)
+    for _ in range(200):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3, 4)))
+        figures = []
+        for twin in (_par_py, _twins.COMPILED.par):
+            search = twin.ParSearch(deal.contract, deal.trump, deal.flags)
+            for seat in range(4):
+                _units(search, deal, seat)
+            assert search.passes <= search.nodes
+            figures.append((search.passes, search.tt_probes, search.tt_hits, search.tt_cuts))
+        assert figures[0] == figures[1]
+
+
+@needs_compiled
+@pytest.mark.parametrize("pool", [2, 3, 8])
+def test_a_compiled_table_swept_when_full_keeps_every_value(pool: int) -> None:
+    # A pool of a few entries fills at once on four-trick endings: each time it is full it
+    # keeps the costlier half and forgets the rest. The values are the reference's (which
+    # never forgets), searching every seat with one table.
+    assert _twins.COMPILED is not None
+    compiled = _twins.COMPILED.par
+    rng = random.Random(4040)
+    sweeps = 0
+    for _ in range(25):
+        deal, _rules = _random_ending(rng, 4)
+        small = compiled.ParSearch(deal.contract, deal.trump, deal.flags, pool)
+        reference = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        for seat in range(4):
+            assert _units(small, deal, seat) == _units(reference, deal, seat)
+        sweeps += small.sweeps
+    assert sweeps > 25
+
+
+@needs_compiled
+def test_a_compiled_table_needs_room_for_two_entries() -> None:
+    assert _twins.COMPILED is not None
+    with pytest.raises(ValueError, match="the pool holds"):
+        _twins.COMPILED.par.ParSearch(Contract.KOZ, SPADES, 0, 1)

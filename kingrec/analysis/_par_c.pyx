@@ -4,7 +4,8 @@
 The rules come from ``kingrec/_core.pxd`` (the legal set, the trick winner, the units, the
 deal's end, all in ``deal_legal`` and ``deal_push``); this file adds only the search, which
 is ``_par_py``'s line for line: the same moves in the same order, the same table with the
-same keys and the same emptying, so the two give the same values and node counts.
+same keys, patterns and levels, so the two give the same values and node counts until the
+pool of entries is full (the reference's lists never are).
 """
 
 from libc.stdint cimport uint64_t
@@ -12,28 +13,83 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memset
 
 from kingrec._core cimport (
-    ALL_CARDS, EL_ALMAZ, END_PLAYING, F_TRUMP_LEAD_BREAK, KOZ, PENALTY, SON_IKI, SUIT,
-    SUIT_OF, DealState, deal_legal, deal_push, high_card, low_card, popcount, to_play,
+    ALL_CARDS, EL_ALMAZ, END_PLAYING, F_MUST_OVERTRUMP, F_RAISE_ON_TRUMP_LEAD,
+    F_TRUMP_LEAD_BREAK, F_WITHHOLDING, KOZ, PENALTY, SON_IKI, SUIT, SUIT_OF, DealState,
+    deal_legal, deal_push, high_card, highest_of_suit, low_card, popcount, to_play,
     trick_winner,
 )
 
 __all__ = ["CLOCK_EVERY", "TT_ENTRIES", "ParSearch"]
 
 cdef enum:
-    WAYS = 4  # entries per bucket
-    BUCKETS = 1 << 18  # 2**20 entries of 40 bytes: 40 MiB per deal being searched
+    POOL = 1 << 20  # entries of 72 bytes: 72 MiB per deal being searched (+ 6 MiB index)
+    BUCKETS = 1 << 20  # chains of entries, by the hash of where an entry is filed
     EVERY = 4096  # nodes between two looks at the clock
 
-TT_ENTRIES = WAYS * BUCKETS
+# _par_py.LEVELS: an entry names at least this many top cards of each suit (all of a
+# shorter one); it is kept in the bucket of its level, hashed on those cards.
+cdef enum:
+    NLEVELS = 5
+    ALL_SUITS = 15
+cdef int LEVELS[NLEVELS]
+LEVELS[:] = [0, 1, 2, 4, 13]
+
+
+cdef uint64_t SUIT_MIX[4]
+SUIT_MIX[:] = [0x9E3779B97F4A7C15ULL, 0xC2B2AE3D27D4EB4FULL, 0x165667B19E3779F9ULL,
+               0xD6E8FEB86659FD93ULL]
+
+
+cdef inline int bit_length(unsigned int x) noexcept nogil:
+    return high_card(x) + 1 if x else 0
+
+
+cdef inline int suit_count(uint64_t lengths, int suit) noexcept nogil:
+    """The cards of ``suit`` out, from a key's lengths."""
+    return ((lengths >> (16 * suit)) & 15) + ((lengths >> (16 * suit + 4)) & 15) + (
+        (lengths >> (16 * suit + 8)) & 15) + ((lengths >> (16 * suit + 12)) & 15)
+
+
+cdef inline int pattern_profile(uint64_t lengths, const unsigned char* shift) noexcept nogil:
+    """``_par_py._profile``."""
+    cdef int suit, count, profile = 0
+    for suit in range(4):
+        count = suit_count(lengths, suit)
+        if count == 0 or count - shift[suit] // 3 >= 1:
+            profile |= 1 << suit
+    return profile
+
+
+cdef inline int pattern_level(uint64_t lengths, const unsigned char* shift) noexcept nogil:
+    """``_par_py._level``: the highest level whose cards a pattern names."""
+    cdef int level, suit, count, keep
+    for level in range(NLEVELS - 1, 0, -1):
+        for suit in range(4):
+            count = suit_count(lengths, suit)
+            keep = LEVELS[level] if LEVELS[level] < count else count
+            if count - shift[suit] // 3 < keep:
+                break
+        else:
+            return level
+    return 0
+
+TT_ENTRIES = POOL - 1
 CLOCK_EVERY = EVERY
 
 ctypedef struct Entry:
-    # Per suit, what is left (0 in key[0]: an empty entry); the leader and the hero on top.
-    uint64_t key[4]
+    # The key (_par_py.ParSearch._key): each hand's length in each suit, 4 bits each (hand
+    # h, suit s at 16 s + 4 h); and 1 | leader << 1 | hero << 3 | the penalty cards out of
+    # suit s << 5 + 4 s | the level << 21 (0: an empty entry).
+    uint64_t lengths
+    uint64_t rest
+    uint64_t top[4]  # the pattern (_par_py._relevant_ranks): per suit the code's top ...
+    unsigned char shift[4]  # ... once shifted right by this many bits
+    unsigned int next  # the next entry of its chain (0: none; entry 0 is never used)
+    unsigned int chain  # the chain it is on
+    unsigned int cost  # the nodes spent finding what it holds (at most 2**32 - 1)
     signed char low
     signed char high
     signed char move  # the best move found, as a relative card (suit * 16 + place), or -1
-    unsigned char depth  # cards still out: what the entry saves when it is hit
 
 
 cdef inline uint64_t mix(uint64_t x) noexcept nogil:
@@ -43,21 +99,97 @@ cdef inline uint64_t mix(uint64_t x) noexcept nogil:
     return x
 
 
+cdef inline bint _sheds_under(uint64_t hand, uint64_t suit_mask, uint64_t penalty,
+                              int high) noexcept nogil:
+    """``_par_py._sheds_under``."""
+    cdef uint64_t own = hand & suit_mask
+    if not own:
+        return (hand & penalty) != 0
+    return (own & penalty & ((<uint64_t>1 << high) - 1)) != 0
+cdef inline uint64_t winning_rank(const int* trick, int trump) noexcept nogil:
+    """``_par_py._winning_rank`` of a complete trick."""
+    cdef int winner = trick[trick_winner(trick, 4, trump)], rivals = 0, i
+    for i in range(4):
+        if SUIT_OF[trick[i]] == SUIT_OF[winner]:
+            rivals += 1
+    return <uint64_t>1 << winner if rivals > 1 else 0
+
+
+cdef inline uint64_t suits_of(uint64_t cards) noexcept nogil:
+    """``_par_py._suits_of``."""
+    cdef uint64_t out = 0
+    cdef int suit
+    for suit in range(4):
+        if cards & SUIT[suit]:
+            out |= SUIT[suit]
+    return out
+
+
+cdef inline uint64_t named_cards(const unsigned char* shift, uint64_t played) noexcept nogil:
+    """``_par_py._named_cards``."""
+    cdef uint64_t out, top, named = 0
+    cdef int suit, i
+    for suit in range(4):
+        out = SUIT[suit] & ~played
+        for i in range(popcount(out) - shift[suit] // 3):
+            top = <uint64_t>1 << high_card(out)
+            named |= top
+            out ^= top
+    return named
+
+
+cdef inline uint64_t relevant_ranks(const uint64_t* codes, uint64_t relevant, uint64_t played,
+                                    uint64_t* top, unsigned char* shift) noexcept nogil:
+    """``_par_py._relevant_ranks``: the pattern into ``top`` and ``shift``; the cards it
+    names."""
+    cdef uint64_t out, marked, code
+    cdef int suit, count, named, alike
+    cdef uint64_t bottom
+    for suit in range(4):
+        out = SUIT[suit] & ~played
+        count = popcount(out)
+        marked = relevant & out
+        code = codes[suit]
+        named = popcount(out & ~((marked & (~marked + 1)) - 1)) if marked else 0
+        bottom = code & 1
+        alike = 0
+        while alike < count and (code >> (3 * alike)) & 1 == bottom:
+            alike += 1
+        if named < count - alike:
+            named = count - alike
+        while (0 < named < count and (code >> (3 * (count - named))) & 7
+                == (code >> (3 * (count - named - 1))) & 7):
+            named += 1
+        shift[suit] = <unsigned char>(3 * (count - named))
+        top[suit] = code >> shift[suit]
+    return named_cards(shift, played)
+
+
 cdef class ParSearch:
     """Searches positions of one deal, for any hero seat (``_par_py.ParSearch``)."""
 
     cdef readonly int contract, trump, seat
     cdef readonly long flags
     cdef readonly unsigned long long nodes, tt_probes, tt_hits, tt_cuts, searched_starts
+    cdef readonly unsigned long long passes  # _par_py.ParSearch.passes
+    cdef uint64_t relevant  # _par_py.ParSearch.relevant
     cdef unsigned long long by_card[4]
     cdef bint hero_wants_units, aborted
     cdef uint64_t penalty
-    cdef Entry* table
+    cdef Entry* table  # the pool of entries: 1 .. used - 1 hold something
+    cdef unsigned int* chains  # the first entry of each chain
+    cdef unsigned short* profiles  # by the hash of a key: the level-0 profiles filed
+    cdef unsigned int used, pool
+    cdef readonly unsigned long long sweeps  # times the pool was full and swept
     cdef unsigned long long node_limit
     cdef long long deadline
     cdef object clock
 
-    def __cinit__(self, int contract, int trump, long flags):
+    def __cinit__(self, int contract, int trump, long flags, unsigned int pool=POOL):
+        # ``pool``: the entries the table may hold (tests make it small to see it swept)
+        if not 2 <= pool <= POOL:
+            raise ValueError(f"the pool holds 2 .. {POOL} entries")
+        self.pool = pool
         self.contract = contract
         self.trump = trump
         self.flags = flags
@@ -65,6 +197,9 @@ cdef class ParSearch:
         self.hero_wants_units = contract == KOZ
         self.penalty = PENALTY[contract] if 0 <= contract < 8 else 0
         self.table = NULL
+        self.chains = NULL
+        self.profiles = NULL
+        self.used = 1
         memset(self.by_card, 0, sizeof(self.by_card))
 
     @property
@@ -74,6 +209,8 @@ cdef class ParSearch:
 
     def __dealloc__(self):
         free(self.table)
+        free(self.chains)
+        free(self.profiles)
 
     def units_left(self, int seat, held, int leader, trick, uint64_t played, int ntricks,
                    unsigned long long node_limit=0, long long deadline_ns=0, clock=None,
@@ -86,8 +223,10 @@ cdef class ParSearch:
             raise ValueError("seat and leader are 0..3, and a trick on the table has 0..3 cards")
         self.seat = seat
         if self.table == NULL:
-            self.table = <Entry*>calloc(WAYS * BUCKETS, sizeof(Entry))
-            if self.table == NULL:
+            self.table = <Entry*>calloc(self.pool, sizeof(Entry))
+            self.chains = <unsigned int*>calloc(BUCKETS, sizeof(unsigned int))
+            self.profiles = <unsigned short*>calloc(BUCKETS, sizeof(unsigned short))
+            if self.table == NULL or self.chains == NULL or self.profiles == NULL:
                 raise MemoryError("no memory for the par search's table")
         memset(&d, 0, sizeof(DealState))
         for i in range(4):
@@ -122,6 +261,7 @@ cdef class ParSearch:
             guess = self._search(d, target - 1, target)
             if self.aborted:
                 return 0
+            self.passes += 1
             if guess < target:
                 high = guess
             else:
@@ -165,6 +305,20 @@ cdef class ParSearch:
             trumps ^= <uint64_t>1 << high_card(trumps)
         return popcount(tops) + top_trumps
 
+    cdef int _trump_tricks(self, const DealState* d, int holder) noexcept nogil:
+        """``_par_py.ParSearch._trump_tricks``: tricks ``holder`` wins with its trumps."""
+        cdef uint64_t trumps = SUIT[self.trump] & ~d.played
+        cdef uint64_t mine = d.held[holder] & trumps, top
+        cdef int best = 0, count = 0, higher
+        while mine:
+            top = <uint64_t>1 << high_card(mine)
+            mine ^= top
+            count += 1
+            higher = popcount(trumps & ~d.held[holder] & ~((top << 1) - 1))
+            if count - higher > best:
+                best = count - higher
+        return best
+
     cdef int _ranked_out(self, const DealState* d, int most) noexcept nogil:
         """``_par_py.ParSearch._ranked_out``."""
         cdef int seat = self.seat, suit
@@ -189,70 +343,359 @@ cdef class ParSearch:
             return most
         return -1
 
-    cdef void _key(self, const DealState* d, uint64_t* key) noexcept nogil:
-        cdef int suit
-        cdef uint64_t code, out, low, owner
+    cdef int _dumps(self, const DealState* d, uint64_t suit_mask, int skip) noexcept nogil:
+        """``_par_py.ParSearch._this_trick``'s dumps: the three others but the hero and
+        ``skip`` that may play a penalty card to a trick led in the suit."""
+        cdef int f, count = 0
+        cdef uint64_t own
+        for f in range(4):
+            if f == self.seat or f == skip:
+                continue
+            own = d.held[f] & suit_mask if d.held[f] & suit_mask else d.held[f]
+            if own & self.penalty:
+                count += 1
+        return count
+
+    cdef void _this_trick(self, const DealState* d, int most, int* floor,
+                          int* ceiling) noexcept nogil:
+        """``_par_py.ParSearch._this_trick``: a floor and a ceiling on the hero's units."""
+        cdef int seat = self.seat, f, units, shed, worst_win, saved = 0
+        cdef bint per_trick = self.contract == EL_ALMAZ or self.contract == SON_IKI
+        cdef bint sure_win = True
+        cdef uint64_t hero = d.held[seat], penalty = self.penalty
+        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
+                                | d.held[(seat + 3) & 3])
+        cdef uint64_t mask, low, suit_mask, mine, theirs, own
+        floor[0] = 0
+        ceiling[0] = most
+        if self.contract == SON_IKI and d.ntricks < 11:
+            return
+        mask = deal_legal(d)
+        if d.leader == seat:
+            worst_win = most
+            while mask:
+                low = mask & (~mask + 1)
+                mask ^= low
+                suit_mask = SUIT[SUIT_OF[popcount(low - 1)]]
+                theirs = others & suit_mask
+                if theirs < low:  # nothing of theirs above it
+                    if per_trick:
+                        units = 1
+                    else:
+                        units = (1 if penalty & low else 0) + self._dumps(d, suit_mask, seat)
+                    if units < worst_win:
+                        worst_win = units
+                else:
+                    sure_win = False
+                for f in range(4):
+                    own = d.held[f] & suit_mask
+                    if f != seat and own & (~own + 1) > low:
+                        if per_trick or penalty & low:
+                            saved = 1
+            if sure_win:
+                floor[0] = worst_win
+        else:
+            saved = most
+            while mask:
+                low = mask & (~mask + 1)
+                mask ^= low
+                suit_mask = SUIT[SUIT_OF[popcount(low - 1)]]
+                mine = hero & suit_mask
+                theirs = others & suit_mask
+                if mine and (mine & (~mine + 1)) > theirs:
+                    if per_trick:
+                        units = 1
+                    else:
+                        units = ((1 if penalty & low else 0)
+                                 + self._dumps(d, suit_mask, d.leader)
+                                 + (0 if mine & ~penalty else 1))
+                    if units > floor[0]:
+                        floor[0] = units
+                if not mine:
+                    if per_trick:
+                        shed = 1
+                    else:
+                        shed = (1 if penalty & low else 0) + (1 if hero & penalty else 0)
+                elif mine & (low - 1):
+                    if per_trick:
+                        shed = 1
+                    else:
+                        shed = ((1 if penalty & low else 0)
+                                + (1 if mine & (low - 1) & penalty else 0))
+                else:
+                    shed = 0
+                if shed < saved:
+                    saved = shed
+        ceiling[0] = most - saved
+
+    cdef void _in_trick(self, const DealState* d, int most, int* floor,
+                        int* ceiling) noexcept nogil:
+        """``_par_py.ParSearch._in_trick``: a floor and a ceiling on the hero's units from
+        the trick on the table."""
+        cdef int seat = self.seat, n = d.ntrick, i, f, high = -1, on_table = 0, place, sheds
+        cdef bint per_trick = self.contract == EL_ALMAZ or self.contract == SON_IKI
+        cdef uint64_t penalty = self.penalty, suit_mask = SUIT[SUIT_OF[d.trick[0]]], hero, own
+        floor[0] = 0
+        ceiling[0] = most
+        if self.contract == SON_IKI and d.ntricks < 11:
+            return
+        for i in range(n):
+            if SUIT_OF[d.trick[i]] == SUIT_OF[d.trick[0]] and d.trick[i] > high:
+                high = d.trick[i]
+            if penalty >> d.trick[i] & 1:
+                on_table += 1
+        if per_trick:
+            on_table = 1
+        place = (seat - d.leader) & 3
+        hero = d.held[seat] & suit_mask
+        sheds = 0
+        if place < n:  # the hero has played
+            if d.trick[place] != high:
+                ceiling[0] = most - on_table
+                return
+            for i in range(n, 4):
+                f = (d.leader + i) & 3
+                own = d.held[f] & suit_mask
+                if own & (~own + 1) > <uint64_t>1 << high:
+                    ceiling[0] = most - on_table
+                    return
+                if _sheds_under(d.held[f], suit_mask, penalty, high):
+                    sheds += 1
+            floor[0] = 1 if per_trick else on_table + sheds
+            return
+        own = hero & ((<uint64_t>1 << high) - 1)
+        if not hero or own:  # the hero can lose the trick
+            if per_trick:
+                ceiling[0] = most - 1
+                return
+            own = (d.held[seat] if not hero else own) & penalty
+            ceiling[0] = most - on_table - (1 if own else 0)
+            return
+        for i in range(n, 4):
+            f = (d.leader + i) & 3
+            if f == seat:
+                continue
+            if (hero & (~hero + 1)) <= (d.held[f] & suit_mask):
+                return
+            if _sheds_under(d.held[f], suit_mask, penalty, 52):
+                sheds += 1
+        floor[0] = 1 if per_trick else on_table + sheds + (1 if not hero & ~penalty else 0)
+
+    # -- the table: relevant ranks (_par_py.ParSearch, where the proof is) ---------------
+
+    cdef void _key(self, const DealState* d, uint64_t* key, uint64_t* codes) noexcept nogil:
+        """``_par_py.ParSearch._key``: key[0] the lengths, key[1] the rest (see Entry)."""
+        cdef int suit, s
+        cdef uint64_t code, out, top, owner
+        key[0] = 0
+        key[1] = 1 | <uint64_t>d.leader << 1 | <uint64_t>self.seat << 3
         for suit in range(4):
-            code = 1
             out = SUIT[suit] & ~d.played
+            for s in range(4):
+                key[0] |= <uint64_t>popcount(d.held[s] & SUIT[suit]) << (16 * suit + 4 * s)
+            key[1] |= <uint64_t>popcount(out & self.penalty) << (5 + 4 * suit)
+            code = 0
             while out:
-                low = out & (~out + 1)
-                if d.held[0] & low:
+                top = <uint64_t>1 << high_card(out)
+                if d.held[0] & top:
                     owner = 0
-                elif d.held[1] & low:
+                elif d.held[1] & top:
                     owner = 1
-                elif d.held[2] & low:
+                elif d.held[2] & top:
                     owner = 2
                 else:
                     owner = 3
-                code = code << 3 | owner << 1 | (1 if self.penalty & low else 0)
-                out ^= low
-            key[suit] = code
-        key[0] |= <uint64_t>d.leader << 56 | <uint64_t>self.seat << 58
+                code = code << 3 | owner << 1 | (1 if self.penalty & top else 0)
+                out ^= top
+            codes[suit] = code
 
-    cdef Entry* _bucket(self, const uint64_t* key) noexcept nogil:
-        cdef uint64_t h = mix(key[0] ^ mix(key[1] ^ mix(key[2] ^ mix(key[3]))))
-        return &self.table[(h & (BUCKETS - 1)) * WAYS]
+    cdef unsigned int _chain(self, const uint64_t* key, int level, int profile,
+                             const uint64_t* codes) noexcept nogil:
+        """``_par_py._filed``, hashed: the chain of the entries of ``level`` (and
+        ``profile`` at level 0)."""
+        cdef uint64_t h = key[1] | <uint64_t>level << 21 | <uint64_t>profile << 24
+        cdef int suit, count, keep
+        for suit in range(4):
+            count = suit_count(key[0], suit)
+            if level:
+                keep = LEVELS[level] if LEVELS[level] < count else count
+            else:
+                keep = 1 if profile >> suit & 1 and count else 0
+            # an odd multiplier per suit, so that the suits' tops do not cancel out
+            h ^= (codes[suit] >> (3 * (count - keep))) * SUIT_MIX[suit]
+        return <unsigned int>(mix(key[0] ^ mix(h)) & (BUCKETS - 1))
 
-    cdef Entry* _find(self, const uint64_t* key) noexcept nogil:
-        """The entry holding ``key``, or NULL."""
-        cdef Entry* e = self._bucket(key)
-        cdef int i
-        for i in range(WAYS):
-            if (e[i].key[0] == key[0] and e[i].key[1] == key[1] and e[i].key[2] == key[2]
-                    and e[i].key[3] == key[3]):
-                return &e[i]
-        return NULL
+    cdef bint _find(self, const uint64_t* key, const uint64_t* codes, uint64_t played,
+                    int alpha, int beta, int* low, int* high, int* move,
+                    uint64_t* named) noexcept nogil:
+        """``_par_py.ParSearch._find``: False when no entry matches."""
+        cdef Entry* e
+        cdef unsigned int i
+        cdef int suit, level, small, fewest = 99
+        cdef uint64_t rest
+        cdef bint found = False
+        cdef int look, profile
+        cdef unsigned int present = self.profiles[mix(key[0] ^ mix(key[1])) & (BUCKETS - 1)]
+        for look in range(NLEVELS - 1 + ALL_SUITS):
+            # levels 4 .. 1, then level 0 by profile (those it has: _par_py tries them all)
+            level = NLEVELS - 1 - look if look < NLEVELS - 1 else 0
+            profile = ALL_SUITS if level else look - (NLEVELS - 1)
+            if not level and not present >> profile & 1:
+                continue
+            rest = key[1] | <uint64_t>level << 21
+            i = self.chains[self._chain(key, level, profile, codes)]
+            while i:
+                e = &self.table[i]
+                i = e.next
+                if e.rest != rest or e.lengths != key[0]:
+                    continue
+                for suit in range(4):
+                    if codes[suit] >> e.shift[suit] != e.top[suit]:
+                        break
+                else:
+                    if not found:
+                        found = True
+                        low[0], high[0], named[0] = e.low, e.high, 0
+                    # the best move of the entry nearest the position: the fewest small cards
+                    small = e.shift[0] + e.shift[1] + e.shift[2] + e.shift[3]
+                    if small < fewest:
+                        fewest, move[0] = small, e.move
+                    if e.low > low[0]:
+                        low[0] = e.low
+                    if e.high < high[0]:
+                        high[0] = e.high
+                    named[0] |= named_cards(e.shift, played)
+                    if low[0] == high[0] or low[0] >= beta or high[0] <= alpha:
+                        return True
+        return found
 
-    cdef void _store(self, const uint64_t* key, int depth, int value, int alpha,
-                     int beta, int move) noexcept nogil:
-        cdef Entry* e = self._find(key)
-        cdef Entry* bucket
-        cdef int low, high, i
-        if e == NULL:
-            # A free entry, else the one that saves least: the fewest cards still out.
-            bucket = self._bucket(key)
-            e = &bucket[0]
-            for i in range(WAYS):
-                if bucket[i].key[0] == 0:
-                    e = &bucket[i]
+    cdef void _sweep(self) noexcept nogil:
+        """The pool is full: keep the costlier half of the entries (by the bit length of
+        their cost), in their order, and forget the rest."""
+        cdef unsigned int counts[34]
+        cdef unsigned int i, kept = 1, total = 0, tail
+        cdef int cut = 0
+        memset(counts, 0, sizeof(counts))
+        for i in range(1, self.used):
+            counts[bit_length(self.table[i].cost)] += 1
+        # (at least one entry goes, so that a store after the sweep finds room)
+        while cut < 33 and total + counts[cut] < max(1, (self.used - 1) // 2):
+            total += counts[cut]
+            cut += 1
+        memset(self.chains, 0, BUCKETS * sizeof(unsigned int))
+        for i in range(1, self.used):
+            if bit_length(self.table[i].cost) <= cut:
+                continue
+            self.table[kept] = self.table[i]
+            self.table[kept].next = 0
+            # Appended at the end of its chain, which the order of the pool keeps in order.
+            tail = self.chains[self.table[kept].chain]
+            if tail == 0:
+                self.chains[self.table[kept].chain] = kept
+            else:
+                while self.table[tail].next:
+                    tail = self.table[tail].next
+                self.table[tail].next = kept
+            kept += 1
+        memset(&self.table[kept], 0, (self.used - kept) * sizeof(Entry))
+        self.used = kept
+        self.sweeps += 1
+
+    cdef void _store(self, const uint64_t* key, const uint64_t* codes, const uint64_t* top,
+                     const unsigned char* shift, int value, int alpha, int beta, int move,
+                     unsigned long long cost) noexcept nogil:
+        """``_par_py.ParSearch._store``."""
+        cdef Entry* e = NULL
+        cdef unsigned int i, last = 0, chain
+        cdef int suit, level = pattern_level(key[0], shift), profile = ALL_SUITS
+        cdef uint64_t rest = key[1] | <uint64_t>level << 21
+        if level == 0:
+            profile = pattern_profile(key[0], shift)
+            self.profiles[mix(key[0] ^ mix(key[1])) & (BUCKETS - 1)] |= 1 << profile
+        chain = self._chain(key, level, profile, codes)
+        i = self.chains[chain]
+        while i:
+            if self.table[i].rest == rest and self.table[i].lengths == key[0]:
+                for suit in range(4):
+                    if (self.table[i].shift[suit] != shift[suit]
+                            or self.table[i].top[suit] != top[suit]):
+                        break
+                else:
+                    e = &self.table[i]
                     break
-                if bucket[i].depth < e.depth:
-                    e = &bucket[i]
-            e.key[0], e.key[1], e.key[2], e.key[3] = key[0], key[1], key[2], key[3]
-            e.low, e.high = 0, 13
-            e.depth = <unsigned char>depth
-        low, high = e.low, e.high
+            last = i
+            i = self.table[i].next
+        if e == NULL:
+            if self.used == self.pool:
+                self._sweep()
+                self._store(key, codes, top, shift, value, alpha, beta, move, cost)
+                return
+            e = &self.table[self.used]
+            if last == 0:
+                self.chains[chain] = self.used
+            else:
+                self.table[last].next = self.used
+            self.used += 1
+            e.lengths, e.rest, e.next, e.chain = key[0], rest, 0, chain
+            for suit in range(4):
+                e.top[suit], e.shift[suit] = top[suit], shift[suit]
+            e.low, e.high, e.move, e.cost = 0, 13, -1, 0
         if value <= alpha:
-            if value < high:
-                high = value
+            if value < e.high:
+                e.high = <signed char>value
         elif value >= beta:
-            if value > low:
-                low = value
+            if value > e.low:
+                e.low = <signed char>value
         else:
-            low = high = value
-        e.low, e.high = <signed char>low, <signed char>high
+            e.low = e.high = <signed char>value
         e.move = <signed char>move
+        e.cost = <unsigned int>(e.cost + cost if e.cost + cost < 0xFFFFFFFFULL else 0xFFFFFFFFULL)
+
+    cdef uint64_t _rule_ranks(self, const DealState* d) noexcept nogil:
+        """``_par_py.ParSearch._rule_ranks``."""
+        cdef int led, top
+        cdef bint follows
+        if d.ntrick == 0:
+            return 0
+        led = SUIT_OF[d.trick[0]]
+        follows = (d.held[to_play(d)] & SUIT[led]) != 0
+        top = -1
+        if self.contract == KOZ:
+            if follows and led == self.trump and self.flags & F_RAISE_ON_TRUMP_LEAD:
+                top = highest_of_suit(d.trick, d.ntrick, led)
+            elif not follows and self.flags & F_MUST_OVERTRUMP:
+                top = highest_of_suit(d.trick, d.ntrick, self.trump)
+        elif follows and self.flags & F_WITHHOLDING:
+            top = highest_of_suit(d.trick, d.ntrick, led)
+        return <uint64_t>1 << top if top >= 0 else 0
+
+    cdef uint64_t _top_runs(self, const DealState* d, int holder) noexcept nogil:
+        """``_par_py.ParSearch._top_runs``."""
+        cdef uint64_t hand = d.held[holder], rest, top, runs = 0
+        cdef int suit
+        for suit in range(4):
+            rest = SUIT[suit] & ~d.played
+            while rest:
+                top = <uint64_t>1 << high_card(rest)
+                if not hand & top:
+                    break
+                runs |= top
+                rest ^= top
+        return runs
+
+    cdef uint64_t _ranked_out_ranks(self, const DealState* d, bint below) noexcept nogil:
+        """``_par_py.ParSearch._ranked_out_ranks``."""
+        cdef int seat = self.seat, suit
+        cdef uint64_t hero = d.held[seat], mine, theirs, lowest, named = 0
+        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
+                                | d.held[(seat + 3) & 3])
+        for suit in range(4):
+            mine = hero & SUIT[suit]
+            theirs = others & SUIT[suit]
+            if mine and theirs:
+                lowest = theirs if below else mine
+                named |= lowest & (~lowest + 1)
+        return named
 
     cdef int _relative(self, const DealState* d, int card) noexcept nogil:
         """``_par_py.ParSearch._relative``."""
@@ -266,24 +709,23 @@ cdef class ParSearch:
             out &= out - 1
         return popcount((out & (~out + 1)) - 1) if out else -1
 
-    cdef int _order(self, const DealState* d, int card, bint is_penalty) noexcept nogil:
+    cdef int _order(self, const DealState* d, int card, bint is_penalty, bint lost,
+                    int top) noexcept nogil:
+        """``_par_py.ParSearch._order``, told once per position (``_moves``) whether the hero
+        has lost the trick already and which card wins it so far (``top``)."""
         cdef int rank = card % 13
-        cdef int trick[4]
-        cdef int i, n = d.ntrick
         cdef bint wins
-        if n == 0:
+        if d.ntrick == 0:
             return -rank if self.hero_wants_units else rank
-        for i in range(n):
-            trick[i] = d.trick[i]
-        trick[n] = card
-        if (self.contract != SON_IKI and to_play(d) != self.seat
-                and (self.seat - d.leader) & 3 < n
-                and (d.leader + trick_winner(trick, n, d.trump)) & 3 != self.seat):
+        if lost:
             # _par_py.ParSearch._order: the hero has lost this trick already
             if self.hero_wants_units:
                 return rank
             return (100 if is_penalty else 0) - rank
-        wins = trick_winner(trick, n + 1, d.trump) == n
+        # trick_winner of the trick with the card: it beats the top card in its suit, or
+        # as a trump on a top card that is none
+        wins = ((SUIT_OF[card] == SUIT_OF[top] and card > top)
+                or (SUIT_OF[card] == d.trump and SUIT_OF[top] != d.trump))
         if self.hero_wants_units:
             return rank if wins else 100 + rank
         if SUIT_OF[card] != SUIT_OF[d.trick[0]] and is_penalty:
@@ -297,7 +739,14 @@ cdef class ParSearch:
         cdef uint64_t out = ALL_CARDS & ~d.played
         cdef uint64_t mask = legal, low, nxt, above
         cdef int orders[13]
-        cdef int n = 0, card, order, i, j
+        cdef int n = 0, card, order, i, j, top = -1, winner
+        cdef bint lost = False
+        if d.ntrick:
+            winner = trick_winner(d.trick, d.ntrick, d.trump)
+            top = d.trick[winner]
+            lost = (self.contract != SON_IKI and to_play(d) != self.seat
+                    and (self.seat - d.leader) & 3 < d.ntrick
+                    and (d.leader + winner) & 3 != self.seat)
         while mask:
             low = mask & (~mask + 1)
             card = popcount(low - 1)
@@ -308,7 +757,7 @@ cdef class ParSearch:
                 if (hand & nxt and legal & nxt
                         and ((self.penalty & nxt) != 0) == ((self.penalty & low) != 0)):
                     continue
-            order = self._order(d, card, (self.penalty & low) != 0)
+            order = self._order(d, card, (self.penalty & low) != 0, lost, top)
             # insertion by (order, card): the reference's sort
             i = n
             while i > 0 and orders[i - 1] > order:
@@ -322,13 +771,17 @@ cdef class ParSearch:
 
     cdef int _search(self, const DealState* d, int alpha, int beta) except? -9:
         cdef DealState child
-        cdef uint64_t key[4]
-        cdef Entry* e
+        cdef uint64_t key[2]
+        cdef uint64_t codes[4]
+        cdef uint64_t top[4]
+        cdef unsigned char shift[4]
+        cdef uint64_t relevant, narrowed = 0
+        cdef unsigned long long started = 0
         cdef int most, low, high, best, value, gained, i, j, n, hint = -1, first, best_card = -1
-        cdef int original_alpha, original_beta
+        cdef int original_alpha, original_beta, reach
         cdef uint64_t trumps
         cdef int cards[13]
-        cdef bint maximizing, keyed = False
+        cdef bint maximizing, near, keyed = False
         self.nodes += 1
         if self.node_limit and self.nodes > self.node_limit:
             self.aborted = True
@@ -338,6 +791,7 @@ cdef class ParSearch:
                 self.aborted = True
                 return 0
         self.by_card[d.ntrick] += 1
+        self.relevant = 0
         if d.end != END_PLAYING:
             return 0
         most = self._units_in_play(d)
@@ -345,17 +799,33 @@ cdef class ParSearch:
             return 0
         if alpha >= most:
             return most
+        # _par_py.ParSearch._search: the trick's bounds, when they could settle the window
+        reach = 1 if self.contract == EL_ALMAZ or self.contract == SON_IKI else 4
+        near = not self.hero_wants_units and (beta <= reach or alpha >= most - reach)
+        if d.ntrick and near:
+            self._in_trick(d, most, &low, &high)  # _par_py.ParSearch._in_trick
+            if low >= beta or high <= alpha:
+                self.relevant = SUIT[SUIT_OF[d.trick[0]]]
+            if low >= beta:
+                return low
+            if high <= alpha:
+                return high
         if d.ntrick == 0 and d.ntricks == 12:
             child = d[0]
             for i in range(4):
-                deal_push(&child, low_card(child.held[to_play(&child)]))
+                cards[i] = low_card(child.held[to_play(&child)])
+                deal_push(&child, cards[i])
+            self.relevant = winning_rank(cards, d.trump)
             return child.units[self.seat] - d.units[self.seat]
         if d.ntrick == 0:
+            self.relevant = ALL_CARDS  # _par_py: a bound that names nothing rests on all
             if self.hero_wants_units:
                 value = self._sure_tricks(d, d.leader)
                 if d.leader == self.seat and (value >= beta or value == most):
+                    self.relevant = self._top_runs(d, d.leader)
                     return value
                 if d.leader != self.seat and most - value <= alpha:
+                    self.relevant = self._top_runs(d, d.leader)
                     return most - value
                 # _par_py.ParSearch._top_trumps: one trick for each of the highest trumps
                 # still out held by one seat
@@ -369,31 +839,56 @@ cdef class ParSearch:
                         value += 1
                         trumps ^= <uint64_t>1 << high_card(trumps)
                     if i == self.seat and value >= beta:
+                        self.relevant = self._top_runs(d, i)
                         return value
                     if i != self.seat and most - value <= alpha:
+                        self.relevant = self._top_runs(d, i)
                         return most - value
+                value = self._trump_tricks(d, self.seat)  # _par_py.ParSearch._trump_tricks
+                if value >= beta:
+                    self.relevant = SUIT[self.trump]
+                    return value
+                value = 0
+                for i in range(1, 4):
+                    low = self._trump_tricks(d, (self.seat + i) & 3)
+                    if low > value:
+                        value = low
+                if most - value <= alpha:
+                    self.relevant = SUIT[self.trump]
+                    return most - value
             else:
                 value = self._ranked_out(d, most)
                 if value >= 0:
+                    self.relevant = self._ranked_out_ranks(d, value == 0)
                     return value
+                if near:
+                    self._this_trick(d, most, &low, &high)  # _par_py.ParSearch._this_trick
+                    if low >= beta or high <= alpha:
+                        self.relevant = suits_of(deal_legal(d))
+                    if low >= beta:
+                        return low
+                    if high <= alpha:
+                        return high
             keyed = True
-            self._key(d, key)
+            self._key(d, key, codes)
             self.tt_probes += 1
-            e = self._find(key)
-            if e != NULL:
+            if self._find(key, codes, d.played, alpha, beta, &low, &high, &hint, &narrowed):
                 self.tt_hits += 1
-                low, high, hint = e.low, e.high, e.move
+                self.relevant = narrowed
                 if low == high or low >= beta:
                     self.tt_cuts += 1
                     return low
                 if high <= alpha:
                     self.tt_cuts += 1
                     return high
+                if low <= alpha and high >= beta:
+                    narrowed = 0
                 if low > alpha:
                     alpha = low
                 if high < beta:
                     beta = high
             self.searched_starts += 1
+            started = self.nodes
         maximizing = (to_play(d) == self.seat) == self.hero_wants_units
         original_alpha, original_beta = alpha, beta
         best = -1 if maximizing else 14
@@ -408,6 +903,7 @@ cdef class ParSearch:
                         j -= 1
                     cards[0] = first
                     break
+        relevant = narrowed | self._rule_ranks(d)  # _par_py.ParSearch._search
         for i in range(n):
             child = d[0]
             deal_push(&child, cards[i])
@@ -415,6 +911,9 @@ cdef class ParSearch:
             value = gained + self._search(&child, alpha - gained, beta - gained)
             if self.aborted:
                 return 0
+            relevant |= self.relevant
+            if d.ntrick == 3:
+                relevant |= winning_rank(child.trick, d.trump)
             if maximizing:
                 if value > best:
                     best = value
@@ -429,6 +928,8 @@ cdef class ParSearch:
             if alpha >= beta:
                 break
         if keyed:
-            self._store(key, 52 - popcount(d.played), best, original_alpha, original_beta,
-                        self._relative(d, best_card))
+            relevant = relevant_ranks(codes, relevant, d.played, top, shift)
+            self._store(key, codes, top, shift, best, original_alpha, original_beta,
+                        self._relative(d, best_card), self.nodes - started)
+        self.relevant = relevant
         return best

@@ -15,15 +15,21 @@ it fast, and none of it changes a value:
   (a floor for the hero on lead, a ceiling for it when another seat leads): the leader wins
   a trick with each top card of a side suit for as many rounds as every other seat holding
   a trump still follows that suit, then with each of its top trumps; and whoever leads,
-  the seat holding the highest trumps still out wins a trick with each of them; in the penalty
-  contracts, a hero whose every card is below all the others' cards of its suit wins no
-  trick left (0), and one whose every card is above them all, holding every suit they could
-  lead to it, wins every trick and unit left;
-- a transposition table at trick boundaries, keyed on what is left normalised to relative
-  ranks (per suit, the owner and penalty status of each card still out, lowest first) and
-  the leader: two positions with the same key are the same game (the legal sets, trick
-  winners, units, lead bans and early end depend on nothing else), and the value, units
-  still to take, needs neither the trick number nor the units taken so far;
+  the seat holding the highest trumps still out wins a trick with each of them, and each
+  seat wins with all but as many of its i highest trumps as there are higher trumps
+  elsewhere (``_trump_tricks``); in the penalty contracts, a hero whose every card is below
+  all the others' cards of its suit wins no trick left (0), and one whose every card is
+  above them all, holding every suit they could lead to it, wins every trick and unit left;
+  and the trick about to be played or on the table bounds the hero's units either way
+  (``_this_trick``, ``_in_trick``: a trick the three can make it win, one it can surely
+  lose);
+- a transposition table at trick boundaries with "relevant ranks" (after Bo Haglund's
+  DDS): an entry is found by the hero, the leader, each hand's length in each suit and the
+  penalty cards out per suit, and names only the top cards of each suit whose ranks the
+  searched value rested on, with their holders and penalty statuses; it answers for every
+  position with that key whose top cards are held so (the proof is with the table code
+  below). The value, units still to take, needs neither the trick number nor the units
+  taken so far;
 - equivalent cards merged into one move: a card is skipped when the next card of its suit
   still out (held or on the trick) is in the same hand with the same penalty status;
 - the last trick played out at once (one card each: nothing to choose);
@@ -33,22 +39,36 @@ it fast, and none of it changes a value:
   son iki).
 
 The compiled twin searches the same tree in the same order, so the two give the same values,
-and the same node counts as long as its fixed-size table has not had to forget a position
+and the same node counts as long as its fixed-size pool of entries has not had to forget any
 (``tests/test_par.py`` holds them to both).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .._engine_py import Deal, trick_winner
-from .._engine_types import END_PLAYING, F_TRUMP_LEAD_BREAK
+from .._engine_types import (
+    END_PLAYING,
+    F_MUST_OVERTRUMP,
+    F_RAISE_ON_TRUMP_LEAD,
+    F_TRUMP_LEAD_BREAK,
+    F_WITHHOLDING,
+)
 from ..cards import SUIT_MASKS
 from ..contracts import PENALTY_MASKS, Contract
 
 __all__ = ["CLOCK_EVERY", "ParSearch"]
 
 CLOCK_EVERY = 4096  # nodes between two looks at the clock
+# An entry names at least this many top cards of each suit (all of a shorter suit) for the
+# highest level it is filed under; a look tries every level. Filing the entries that name
+# many cards apart, under those cards, keeps them from crowding out each other (and the
+# ones that name few) where the lengths alone are alike.
+LEVELS = (0, 1, 2, 4, 13)
+ALL_SUITS = 15
+_ALL_CARDS = (1 << 52) - 1
 _DEAL_SLOTS = Deal.__slots__
 
 
@@ -80,6 +100,21 @@ def _position(
     return deal
 
 
+def _lowest(cards: int) -> int:
+    """The lowest card of a mask, as a mask (0 for none)."""
+    return cards & -cards
+
+
+def _sheds_under(hand: int, suit_mask: int, penalty: int, high: int) -> bool:
+    """Whether ``hand``, following a trick led in the suit, may play a penalty card below
+    ``high`` (a card) or, void in the suit, any penalty card: under withholding the cards it
+    must play are such cards, and a void hand that must discard one may."""
+    own = hand & suit_mask
+    if not own:
+        return bool(hand & penalty)
+    return bool(own & penalty & ((1 << high) - 1))
+
+
 class OutOfBudget(Exception):
     """The search ran past its node limit or its deadline."""
 
@@ -88,7 +123,7 @@ class ParSearch:
     """Searches positions of one deal, for any hero seat; the table (keyed on the hero too)
     lives across searches, so the positions of a whole deal (a review) share what earlier
     searches learnt. The reference's table is a dict that never forgets; the compiled twin's
-    is a fixed 2**20 entries that keeps the costlier positions when it must choose."""
+    is a pool of 2**20 entries that, when it is full, keeps the costlier half."""
 
     def __init__(self, contract: int, trump: int, flags: int) -> None:
         self.contract = contract
@@ -97,8 +132,10 @@ class ParSearch:
         self.seat = 0  # the hero of the search under way
         self.hero_wants_units = contract == Contract.KOZ
         self.penalty = PENALTY_MASKS[contract]
-        # key -> (lower bound, upper bound, best move as a relative card or -1)
-        self.table: dict[tuple[int, ...], tuple[int, int, int]] = {}
+        # where filed (_filed) -> entries [pattern, lower bound, upper bound, best move as
+        # a relative card or -1, nodes spent finding it] (the table: relevant ranks, below)
+        self.table: dict[tuple[int, ...], list[list[Any]]] = {}
+        self.relevant = 0  # the cards whose ranks the last value _search returned rests on
         self.nodes = 0  # positions searched, over every search of this object
         self.tt_probes = 0  # looks into the table
         self.tt_hits = 0  # looks that found the position
@@ -107,6 +144,7 @@ class ParSearch:
         self.nodes_by_card = [0, 0, 0, 0]
         self.tt_cuts = 0
         self.searched_starts = 0
+        self.passes = 0  # null-window searches at the root (MTD(f))
         self._node_limit = 0
         self._deadline = 0
         self._clock: Callable[[], int] | None = None
@@ -158,6 +196,7 @@ class ParSearch:
         while low < high:
             target = guess + 1 if guess == low else guess
             guess = self._search(deal, target - 1, target)
+            self.passes += 1
             if guess < target:
                 high = guess
             else:
@@ -224,6 +263,28 @@ class ParSearch:
             trumps ^= 1 << (trumps.bit_length() - 1)
         return holder, run
 
+    def _trump_tricks(self, deal: Deal, holder: int) -> int:
+        """Koz: tricks ``holder`` wins with its trumps, whoever leads and however the others
+        play: for each i, of its i highest trumps all but as many as there are higher trumps
+        in other hands win.
+
+        All thirteen tricks are played, so each of its trumps is played to some trick, which it
+        wins unless a higher trump is played to the same trick; each trick holds one card of
+        ``holder``'s, so a higher trump beats one of its trumps at most. Its i highest trumps,
+        each at least the i-th, can only be beaten by the trumps above the i-th held by the
+        others: at least i minus that many of them win. (The seat holding the top trumps in a
+        row, ``_top_trumps``, is the case of no higher trump.)"""
+        trumps = SUIT_MASKS[self.trump] & ~deal.played
+        mine = deal.held[holder] & trumps
+        best = count = 0
+        while mine:
+            top = 1 << (mine.bit_length() - 1)
+            mine ^= top
+            count += 1
+            higher = (trumps & ~deal.held[holder] & ~(top - 1) & ~top).bit_count()
+            best = max(best, count - higher)
+        return best
+
     def _ranked_out(self, deal: Deal, most: int) -> int:
         """Penalty contracts, at a trick boundary: the hero's units from here on when the
         ranks alone settle them, else -1.
@@ -255,21 +316,293 @@ class ParSearch:
             return most
         return -1
 
-    def _key(self, deal: Deal) -> tuple[int, ...]:
-        """What is left, normalised to relative ranks, who leads, and for whom (at trick
-        boundaries)."""
+    def _this_trick(self, deal: Deal, most: int) -> tuple[int, int]:
+        """Penalty contracts, at a trick boundary: a floor and a ceiling on the hero's units
+        from here on, from the trick about to be played alone.
+
+        No trumps: a trick goes to the highest card of the suit led. When each of the hero's
+        cards of a suit S is above all the others' cards of S, the hero wins every trick led
+        in S that it follows (it must follow, and any card it plays is the highest); when one
+        of its cards of S is below a card of S already on the trick, or it has none, it can
+        lose the trick. So:
+
+        - floor: another seat leads and may lead a suit S the hero follows high in this way:
+          the three can give it the trick, and with it the card led, their penalty cards
+          (each of the other two followers holding a penalty card it may play: one of S, or
+          any when void in S; withholding and forced discards only ever ask for one) and the
+          hero's own if all of its cards of S are penalty cards. The hero on lead whose every
+          legal lead wins (nothing of the others' above it in its suit) is sure of the least
+          such trick. In el almaz and son iki's last two tricks the trick itself is the unit.
+        - ceiling: every unit still out but those this trick surely sends elsewhere. On lead,
+          the hero may lead a card some other seat must beat (all its cards of the suit are
+          higher): that card's unit is saved. Off lead, whatever the leader leads (card c of
+          suit S) the hero loses if it is void in S (then it may shed a penalty card it holds)
+          or holds a card of S below c (then it may shed one of those that is a penalty card:
+          withholding asks for exactly such a card); the card led goes with the trick. The
+          leader leads the card that saves the hero least.
+
+        Units later never go below 0 nor above what is left, so both hold for the rest of the
+        deal. ``(0, most)`` when the trick says nothing."""
+        contract, penalty, seat, held = self.contract, self.penalty, self.seat, deal.held
+        per_trick = contract == Contract.EL_ALMAZ or contract == Contract.SON_IKI
+        if contract == Contract.SON_IKI and len(deal.winners) < 11:
+            return 0, most  # the trick carries nothing
+        hero = held[seat]
+        coalition = [(seat + 1) % 4, (seat + 2) % 4, (seat + 3) % 4]
+        others = held[coalition[0]] | held[coalition[1]] | held[coalition[2]]
+        leads = deal.legal()
+
+        def dumps(suit_mask: int, followers: list[int]) -> int:
+            """The followers that may play a penalty card to a trick led in the suit."""
+            count = 0
+            for f in followers:
+                own = held[f] & suit_mask if held[f] & suit_mask else held[f]
+                if own & penalty:
+                    count += 1
+            return count
+
+        floor, saved = 0, 0
+        if deal.leader == seat:
+            worst_win, sure_win = most, True
+            mask = leads
+            while mask:
+                low = mask & -mask
+                mask ^= low
+                suit_mask = SUIT_MASKS[(low.bit_length() - 1) // 13]
+                theirs = others & suit_mask
+                if theirs.bit_length() < low.bit_length():  # nothing of theirs above it
+                    units = (
+                        1
+                        if per_trick
+                        else (1 if penalty & low else 0) + dumps(suit_mask, coalition)
+                    )
+                    worst_win = min(worst_win, units)
+                else:
+                    sure_win = False
+                if any(_lowest(held[f] & suit_mask) > low for f in coalition):
+                    # a seat whose every card of the suit beats it (it must follow)
+                    saved = max(saved, 1 if per_trick or penalty & low else 0)
+            if sure_win:
+                floor = worst_win
+        else:
+            followers = [f for f in coalition if f != deal.leader]
+            saved = most
+            mask = leads
+            while mask:
+                low = mask & -mask
+                mask ^= low
+                suit_mask = SUIT_MASKS[(low.bit_length() - 1) // 13]
+                mine, theirs = hero & suit_mask, others & suit_mask
+                if mine and _lowest(mine).bit_length() > theirs.bit_length():
+                    units = (
+                        1
+                        if per_trick
+                        else (
+                            (1 if penalty & low else 0)
+                            + dumps(suit_mask, followers)
+                            + (1 if not mine & ~penalty else 0)
+                        )
+                    )
+                    floor = max(floor, units)
+                if not mine:  # a discard loses: the hero may shed a penalty card
+                    shed = (
+                        1
+                        if per_trick
+                        else (1 if penalty & low else 0) + (1 if hero & penalty else 0)
+                    )
+                elif mine & (low - 1):  # a card below the one led loses
+                    shed = (
+                        1
+                        if per_trick
+                        else (1 if penalty & low else 0) + (1 if mine & (low - 1) & penalty else 0)
+                    )
+                else:
+                    shed = 0
+                saved = min(saved, shed)
+        return floor, most - saved
+
+    def _in_trick(self, deal: Deal, most: int) -> tuple[int, int]:
+        """Penalty contracts, inside a trick: a floor and a ceiling on the hero's units from
+        here on, from the trick on the table alone (``_this_trick`` once the lead is out).
+
+        The trick goes to the highest card of the suit led. The hero loses it when its card
+        is already beaten, when a seat still to play holds only higher cards of the suit (it
+        must follow, and beat it), or, not having played, when it is void in the suit or holds
+        a card below the highest (withholding only ever asks for such a card): then the units
+        on the table are surely not the hero's, nor a penalty card it may shed (one of those
+        low cards, or any when void). The hero wins it when its card is the highest and every
+        seat still to play may play under it (void, or holding a lower card), or, not having
+        played, when each of its cards of the suit beats all those of the seats still to play:
+        then the three can give it the units on the table, the penalty cards the seats still to
+        play may shed under it, and its own card when it has only penalty cards of the suit.
+        In el almaz and son iki's last two tricks the trick itself is the unit."""
+        contract, penalty, seat, held = self.contract, self.penalty, self.seat, deal.held
+        per_trick = contract == Contract.EL_ALMAZ or contract == Contract.SON_IKI
+        if contract == Contract.SON_IKI and len(deal.winners) < 11:
+            return 0, most  # the trick carries nothing
+        trick, leader = deal.trick, deal.leader
+        suit_mask = SUIT_MASKS[trick[0] // 13]
+        high = max(c for c in trick if c // 13 == trick[0] // 13)
+        on_table = 1 if per_trick else sum(1 for c in trick if penalty >> c & 1)
+        later = [(leader + i) % 4 for i in range(len(trick), 4)]
+        place = (seat - leader) % 4
+        hero = held[seat] & suit_mask
+        if place < len(trick):  # the hero has played
+            if trick[place] != high:
+                return 0, most - on_table  # beaten already
+            if any(_lowest(held[f] & suit_mask) > 1 << high for f in later):
+                return 0, most - on_table  # a seat to come must beat it
+            # Every seat to come may play under it: the three give the hero the trick.
+            if per_trick:
+                return 1, most
+            sheds = sum(1 for f in later if _sheds_under(held[f], suit_mask, penalty, high))
+            return on_table + sheds, most
+        below = hero & ((1 << high) - 1)
+        if not hero or below:  # the hero can lose the trick
+            if per_trick:
+                return 0, most - 1
+            own = (held[seat] if not hero else below) & penalty
+            return 0, most - on_table - (1 if own else 0)
+        to_come = [f for f in later if f != seat]
+        if all(_lowest(hero) > held[f] & suit_mask for f in to_come):  # it wins, whatever comes
+            if per_trick:
+                return 1, most
+            sheds = sum(1 for f in to_come if _sheds_under(held[f], suit_mask, penalty, 52))
+            return on_table + sheds + (0 if hero & ~penalty else 1), most
+        return 0, most
+
+    # -- the table: relevant ranks ---------------------------------------------------------
+    #
+    # An entry is found by a key of what every position it may answer for shares: the hero,
+    # the leader, each hand's length in each suit, and the penalty cards out in each suit.
+    # It holds, per suit, how many of the suit's cards out from the top down it names and
+    # who holds each of them with its penalty status (its *pattern*): the ranks the searched
+    # value rested on. The cards below them are "small": only how many each hand holds
+    # counts. A position matches an entry when its key is the entry's and its top cards of
+    # each suit are held as the pattern says. Why that is sound (every rule option):
+    #
+    # Let P be the position searched and P' one that matches. Map P's cards onto P''s: the
+    # named ones by their place from the top of their suit, each hand's small cards of a
+    # suit onto its small cards of that suit (any way). The map keeps suits, holders and
+    # penalty statuses (named cards by the pattern; the small ones of a suit share one
+    # status, as the pattern is widened until they do, and P' has as many penalty cards out
+    # in the suit, by the key); and it keeps every comparison "x below y" where y is named,
+    # since the small cards lie below all named ones in both. The rules ask for ranks only
+    # in comparisons with one card: the trick's winner against the others of its suit
+    # played to the trick; the must-raise and must-overtrump rules against the highest trump
+    # on the trick; withholding against the highest card of the suit led; the lead bans, the
+    # early end and the units in play count cards, which the key keeps. So when the search
+    # names each card that was such a "y" in the first trick (_rule_ranks, _winning_rank),
+    # the first trick is played alike in P and P': the same legal cards, winner and units.
+    # Each position after it matches what its own value rested on (it is named here too,
+    # which only widens the pattern, never narrows it), and by induction on the tricks left
+    # has the same value or bound. Two cards the move list merged (next to each other, one
+    # hand, one status) are both named or both small: the pattern is widened down past the
+    # lowest named card while the card below it is such a neighbour; two small cards of one
+    # hand are interchangeable. The bounds that answer at a trick start name the ranks they
+    # read (_top_runs, _ranked_out_ranks) and are monotone in them, or name whole suits: the
+    # trump tricks every trump, the trick about to be played every suit the leader may lead;
+    # the bound inside a trick (_in_trick) names the suit led, the only ranks it reads. One
+    # that names nothing rests on every card. The table's own bounds, when they narrow the
+    # window, add the ranks their entry names. The entry keeps every value and bound that
+    # rests on no more.
+
+    def _key(self, deal: Deal) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """At a trick start: the key (the hero, the leader, per suit each hand's length and
+        the penalty cards out), and per suit its cards out from the top down, three bits
+        each: the holder and the penalty status."""
         held, penalty = deal.held, self.penalty
         key = [self.seat, deal.leader]
+        codes = []
         for suit_mask in SUIT_MASKS:
-            code = 1
             out = suit_mask & ~deal.played
+            key.extend((held[s] & suit_mask).bit_count() for s in range(4))
+            key.append((out & penalty).bit_count())
+            code = 0
             while out:
-                low = out & -out
-                owner = 0 if held[0] & low else 1 if held[1] & low else 2 if held[2] & low else 3
-                code = code << 3 | owner << 1 | (1 if penalty & low else 0)
-                out ^= low
-            key.append(code)
-        return tuple(key)
+                top = 1 << (out.bit_length() - 1)
+                owner = 0 if held[0] & top else 1 if held[1] & top else 2 if held[2] & top else 3
+                code = code << 3 | owner << 1 | (1 if penalty & top else 0)
+                out ^= top
+            codes.append(code)
+        return tuple(key), tuple(codes)
+
+    def _find(
+        self, key: tuple[int, ...], codes: tuple[int, ...], played: int, alpha: int, beta: int
+    ) -> tuple[int, int, int, int] | None:
+        """What the entries matching the position know: the tightest lower and upper bounds,
+        the best move of the one that names most cards and the cards their patterns name;
+        None when none does. The levels are looked at from the top (the entries nearest the
+        position) down, and no further once the bounds settle the window (alpha, beta)."""
+        found = None
+        fewest = 99  # the small cards of the entry whose move is taken: the nearest one's
+        looks = [(level, ALL_SUITS) for level in range(len(LEVELS) - 1, 0, -1)]
+        looks += [(0, profile) for profile in range(ALL_SUITS)]
+        for level, profile in looks:
+            filed = _filed(key, codes, level, profile)
+            for pattern, low, high, move, _cost in self.table.get(filed, ()):
+                if any(
+                    code >> shift != top for code, (shift, top) in zip(codes, pattern, strict=True)
+                ):
+                    continue
+                named = _named_cards(pattern, played)
+                small = sum(shift for shift, _top in pattern)
+                if found is None:
+                    found = (low, high, -1, named)
+                found = (max(found[0], low), min(found[1], high), found[2], found[3] | named)
+                if small < fewest:
+                    fewest, found = small, (found[0], found[1], move, found[3])
+                if found[0] == found[1] or found[0] >= beta or found[1] <= alpha:
+                    return found
+        return found
+
+    def _rule_ranks(self, deal: Deal) -> int:
+        """The card on the trick whose rank decides the legal set of the seat to play (0: none
+        does): the highest trump for the must-raise and must-overtrump rules, the highest
+        card of the suit led for withholding."""
+        trick = deal.trick
+        if not trick:
+            return 0  # the lead: the bans count cards, they compare none
+        flags, led = self.flags, trick[0] // 13
+        follows = deal.held[deal.to_play] & SUIT_MASKS[led]
+        if self.contract == Contract.KOZ:
+            if follows and led == self.trump and flags & F_RAISE_ON_TRUMP_LEAD:
+                return _highest_of(trick, led)
+            if not follows and flags & F_MUST_OVERTRUMP:
+                return _highest_of(trick, self.trump)
+            return 0
+        if follows and flags & F_WITHHOLDING:
+            return _highest_of(trick, led)
+        return 0
+
+    def _top_runs(self, deal: Deal, holder: int) -> int:
+        """The cards of ``holder`` from the top of each suit down, until another seat's: the
+        ranks the koz sure tricks read (they only grow where these are held alike)."""
+        hand, out, runs = deal.held[holder], ~deal.played, 0
+        for suit_mask in SUIT_MASKS:
+            rest = suit_mask & out
+            while rest:
+                top = 1 << (rest.bit_length() - 1)
+                if not hand & top:
+                    break
+                runs |= top
+                rest ^= top
+        return runs
+
+    def _ranked_out_ranks(self, deal: Deal, below: bool) -> int:
+        """The ranks ``_ranked_out`` read: in each suit the hero and the others share, the
+        lowest of the others' cards (the hero's are all below it) or of the hero's (all the
+        others' are below it)."""
+        seat, held = self.seat, deal.held
+        hero = held[seat]
+        others = held[(seat + 1) % 4] | held[(seat + 2) % 4] | held[(seat + 3) % 4]
+        named = 0
+        for suit_mask in SUIT_MASKS:
+            mine, theirs = hero & suit_mask, others & suit_mask
+            if mine and theirs:
+                lowest = theirs if below else mine
+                named |= lowest & -lowest
+        return named
 
     def _moves(self, deal: Deal) -> list[int]:
         """The legal cards of the seat to play, one per group of equivalent cards, best
@@ -332,6 +665,7 @@ class ParSearch:
         """Units the hero takes from ``deal`` on, within the window (alpha, beta), fail-soft."""
         self._tick()
         self.nodes_by_card[len(deal.trick)] += 1
+        self.relevant = 0  # what the value returned rests on (_relevant_ranks): nothing yet
         if deal.end != END_PLAYING:
             return 0
         most = self._units_in_play(deal)
@@ -339,40 +673,82 @@ class ParSearch:
             return 0  # nothing left to take, or the window wants less than nothing
         if alpha >= most:
             return most
+        # The trick's bounds move the hero's units by at most its four cards (one trick in
+        # el almaz and son iki): looked at only when that could settle the window.
+        reach = 1 if self.contract == Contract.EL_ALMAZ or self.contract == Contract.SON_IKI else 4
+        near = not self.hero_wants_units and (beta <= reach or alpha >= most - reach)
+        if deal.trick and near:
+            floor, ceiling = self._in_trick(deal, most)
+            if floor >= beta or ceiling <= alpha:
+                # the trick's bounds read the ranks of the suit led alone (_in_trick)
+                self.relevant = SUIT_MASKS[deal.trick[0] // 13]
+            if floor >= beta:
+                return floor  # the three can give the hero this trick's units
+            if ceiling <= alpha:
+                return ceiling  # the hero can send this trick's units elsewhere
         key: tuple[int, ...] | None = None
+        codes: tuple[int, ...] = ()
+        started = narrowed = 0
         hint = -1
         if not deal.trick and len(deal.winners) == 12:
             return self._last_trick(deal)
         if not deal.trick:
+            # A bound below that does not say which cards it rests on rests on them all.
+            self.relevant = _ALL_CARDS
             if self.hero_wants_units:
                 sure = self._sure_tricks(deal, deal.leader)
                 if deal.leader == self.seat and (sure >= beta or sure == most):
+                    self.relevant = self._top_runs(deal, deal.leader)
                     return sure  # at least these
                 if deal.leader != self.seat and most - sure <= alpha:
+                    self.relevant = self._top_runs(deal, deal.leader)
                     return most - sure  # the leader's sure tricks are lost to the hero
                 holder, trumps = self._top_trumps(deal)
                 if holder == self.seat and trumps >= beta:
+                    self.relevant = self._top_runs(deal, holder)
                     return trumps  # at least one trick with each top trump
                 if holder >= 0 and holder != self.seat and most - trumps <= alpha:
+                    self.relevant = self._top_runs(deal, holder)
                     return most - trumps  # at most the tricks the holder's top trumps leave
+                sure = self._trump_tricks(deal, self.seat)
+                if sure >= beta:
+                    self.relevant = SUIT_MASKS[self.trump]  # it reads the trumps alone
+                    return sure  # at least these, with trumps nobody can take all of
+                theirs = max(self._trump_tricks(deal, (self.seat + k) % 4) for k in (1, 2, 3))
+                if most - theirs <= alpha:
+                    self.relevant = SUIT_MASKS[self.trump]
+                    return most - theirs  # at most the tricks one of the others' trumps leave
             else:
                 ranked = self._ranked_out(deal, most)
                 if ranked >= 0:
+                    self.relevant = self._ranked_out_ranks(deal, ranked == 0)
                     return ranked  # the ranks settle the rest: nothing more, or every unit left
-            key = self._key(deal)
+                floor, ceiling = self._this_trick(deal, most) if near else (0, most)
+                if floor >= beta or ceiling <= alpha:
+                    # _this_trick reads the ranks of the suits the leader may lead alone
+                    self.relevant = _suits_of(deal.legal())
+                if floor >= beta:
+                    return floor  # the three can give the hero this trick's units
+                if ceiling <= alpha:
+                    return ceiling  # the hero can send this trick's units elsewhere
+            key, codes = self._key(deal)
             self.tt_probes += 1
-            bounds = self.table.get(key)
-            if bounds is not None:
+            found = self._find(key, codes, deal.played, alpha, beta)
+            if found is not None:
                 self.tt_hits += 1
-                low, high, hint = bounds
+                low, high, hint, narrowed = found
+                self.relevant = narrowed
                 if low == high or low >= beta:
                     self.tt_cuts += 1
                     return low
                 if high <= alpha:
                     self.tt_cuts += 1
                     return high
+                if low <= alpha and high >= beta:
+                    narrowed = 0  # the window stays as it was: the value rests on none of it
                 alpha, beta = max(alpha, low), min(beta, high)
             self.searched_starts += 1
+            started = self.nodes
         maximizing = (deal.to_play == self.seat) == self.hero_wants_units
         seat = self.seat
         original_alpha, original_beta = alpha, beta
@@ -384,12 +760,18 @@ class ParSearch:
             if first in moves:  # the best move of the last search of this position
                 moves.remove(first)
                 moves.insert(0, first)
+        # The value rests on the bounds the table narrowed the window with, on the ranks
+        # that decided the legal set here, and on what each answer below rests on.
+        relevant = narrowed | self._rule_ranks(deal)
         for card in moves:
             child = _clone(deal)
             before = child.units[seat]
             child.push(card)
             gained = child.units[seat] - before
             value = gained + self._search(child, alpha - gained, beta - gained)
+            relevant |= self.relevant
+            if len(deal.trick) == 3:
+                relevant |= _winning_rank([*deal.trick, card], self.trump)
             if maximizing:
                 if value > best:
                     best, best_card = value, card
@@ -400,15 +782,29 @@ class ParSearch:
             if alpha >= beta:
                 break
         if key is not None:
-            self._store(key, best, original_alpha, original_beta, self._relative(deal, best_card))
+            pattern, relevant = _relevant_ranks(codes, relevant, deal.played)
+            self._store(
+                key,
+                codes,
+                pattern,
+                best,
+                original_alpha,
+                original_beta,
+                self._relative(deal, best_card),
+                self.nodes - started,
+            )
+        self.relevant = relevant
         return best
 
     def _last_trick(self, deal: Deal) -> int:
         """The units the hero takes in the last trick: one card each, nothing to choose."""
         last = _clone(deal)
+        trick = []
         for _ in range(4):
             hand = last.held[last.to_play]
-            last.push((hand & -hand).bit_length() - 1)
+            trick.append((hand & -hand).bit_length() - 1)
+            last.push(trick[-1])
+        self.relevant = _winning_rank(trick, self.trump)
         return last.units[self.seat] - deal.units[self.seat]
 
     @staticmethod
@@ -425,13 +821,137 @@ class ParSearch:
             out &= out - 1
         return (out & -out).bit_length() - 1
 
-    def _store(self, key: tuple[int, ...], value: int, alpha: int, beta: int, move: int) -> None:
-        table = self.table
-        low, high, _move = table.get(key, (0, 13, -1))
-        if value <= alpha:
-            high = min(high, value)  # failed low: an upper bound
-        elif value >= beta:
-            low = max(low, value)  # failed high: a lower bound
+    def _store(
+        self,
+        key: tuple[int, ...],
+        codes: tuple[int, ...],
+        pattern: tuple[tuple[int, int], ...],
+        value: int,
+        alpha: int,
+        beta: int,
+        move: int,
+        cost: int,
+    ) -> None:
+        """Keep what a search of ``cost`` nodes learnt: an entry with the same key and
+        pattern gains the bound, else a new one is filed at the end of its list. (The
+        compiled twin's pool, when it is full, keeps the costlier half of its entries.)"""
+        level = _level(key, pattern)
+        profile = _profile(key, pattern) if level == 0 else ALL_SUITS
+        entries = self.table.setdefault(_filed(key, codes, level, profile), [])
+        for entry in entries:
+            if entry[0] == pattern:
+                break
         else:
-            low = high = value
-        table[key] = (low, high, move)
+            entry = [pattern, 0, 13, -1, 0]
+            entries.append(entry)
+        if value <= alpha:
+            entry[2] = min(entry[2], value)  # failed low: an upper bound
+        elif value >= beta:
+            entry[1] = max(entry[1], value)  # failed high: a lower bound
+        else:
+            entry[1] = entry[2] = value
+        entry[3] = move
+        entry[4] += cost
+
+
+def _suit_counts(key: tuple[int, ...]) -> list[int]:
+    """The cards out of each suit, from a key (each hand's length of it)."""
+    return [sum(key[2 + 5 * suit : 6 + 5 * suit]) for suit in range(4)]
+
+
+def _filed(
+    key: tuple[int, ...], codes: tuple[int, ...], level: int, profile: int = ALL_SUITS
+) -> tuple[int, ...]:
+    """Where the entries of ``level`` for a position are: its key, the level and the top
+    ``LEVELS[level]`` cards of each suit (the compiled twin hashes them to a chain). Level
+    0 holds the entries that leave a suit wholly small; they are filed by ``profile``, the
+    suits they name a card of (or that are out), under the top card of each of those."""
+    tops = []
+    for suit, (count, code) in enumerate(zip(_suit_counts(key), codes, strict=True)):
+        keep = min(LEVELS[level], count) if level else min(profile >> suit & 1, count)
+        tops.append(code >> 3 * (count - keep))
+    return (*key, level, profile, *tops)
+
+
+def _profile(key: tuple[int, ...], pattern: tuple[tuple[int, int], ...]) -> int:
+    """The suits ``pattern`` names a card of, or that have no card out: its filing at level
+    0 (ALL_SUITS above it)."""
+    profile = 0
+    for suit, (count, (shift, _top)) in enumerate(zip(_suit_counts(key), pattern, strict=True)):
+        if count == 0 or count - shift // 3 >= 1:
+            profile |= 1 << suit
+    return profile
+
+
+def _level(key: tuple[int, ...], pattern: tuple[tuple[int, int], ...]) -> int:
+    """The highest level whose cards ``pattern`` names in every suit."""
+    counts = _suit_counts(key)
+    for level in range(len(LEVELS) - 1, 0, -1):
+        if all(
+            count - shift // 3 >= min(LEVELS[level], count)
+            for count, (shift, _top) in zip(counts, pattern, strict=True)
+        ):
+            return level
+    return 0
+
+
+def _suits_of(cards: int) -> int:
+    """Every card of each suit ``cards`` has one of, as a card mask."""
+    return sum(suit_mask for suit_mask in SUIT_MASKS if cards & suit_mask)
+
+
+def _highest_of(trick: Sequence[int], suit: int) -> int:
+    """The highest card of ``suit`` on ``trick``, as a card mask (0: none)."""
+    cards = [card for card in trick if card // 13 == suit]
+    return 1 << max(cards) if cards else 0
+
+
+def _winning_rank(trick: Sequence[int], trump: int) -> int:
+    """The winner of a complete trick when it beat another card of its suit by rank, as a
+    card mask; 0 when it won by its suit alone (the only trump, or the only card of the suit
+    led), whatever its rank."""
+    winner = trick[trick_winner(trick, trump)]
+    rivals = sum(1 for card in trick if card // 13 == winner // 13)
+    return 1 << winner if rivals > 1 else 0
+
+
+def _relevant_ranks(
+    codes: tuple[int, ...], relevant: int, played: int
+) -> tuple[tuple[tuple[int, int], ...], int]:
+    """The pattern of a searched trick start whose value rests on the ranks of the cards
+    ``relevant``, and the cards it names: per suit, every card from the lowest relevant one
+    up, widened down while the card below is the lowest named card's neighbour (same holder,
+    same status) and until the small cards share one penalty status. A pattern is per suit
+    (shift, top): the suit's code shifted right by ``shift`` bits must equal ``top``."""
+    pattern = []
+    for suit_mask, code in zip(SUIT_MASKS, codes, strict=True):
+        out = suit_mask & ~played
+        count = out.bit_count()
+        marked = relevant & out
+        named = (out & ~((marked & -marked) - 1)).bit_count() if marked else 0
+        bottom = code & 1  # the status of the lowest card out
+        alike = 0  # how many cards from the bottom up share it
+        while alike < count and (code >> 3 * alike) & 1 == bottom:
+            alike += 1
+        named = max(named, count - alike)
+        while 0 < named < count and (
+            (code >> 3 * (count - named)) & 7 == (code >> 3 * (count - named - 1)) & 7
+        ):
+            named += 1
+        shift = 3 * (count - named)
+        pattern.append((shift, code >> shift))
+    result = tuple(pattern)
+    return result, _named_cards(result, played)
+
+
+def _named_cards(pattern: tuple[tuple[int, int], ...], played: int) -> int:
+    """The cards a pattern names in a position whose played cards are ``played``: in each
+    suit, as many cards out from the top down as the pattern holds."""
+    named = 0
+    for suit_mask, (shift, _top) in zip(SUIT_MASKS, pattern, strict=True):
+        out = suit_mask & ~played
+        for _ in range(out.bit_count() - shift // 3):
+            top = 1 << (out.bit_length() - 1)
+            named |= top
+            out ^= top
+    return named

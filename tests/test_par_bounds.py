@@ -1,0 +1,247 @@
+"""The par search's bounds (docs/ANALYSIS.md, "How it is computed"): each one held to plain
+minimax on random endings of every preset, and exact on hand-made endings where it settles the
+answer."""
+
+from __future__ import annotations
+
+import random
+from types import ModuleType
+
+import pytest
+from test_par import _exhaustive, _random_ending
+
+from kingrec import _twins
+from kingrec.analysis import _par_py
+from kingrec.cards import SPADES, SUIT_MASKS, parse_cards
+from kingrec.contracts import Contract
+from kingrec.rules import preset
+
+CLASSIC = preset("classic")
+
+
+def _twins_of_par() -> list[object]:
+    params: list[object] = [pytest.param(_twins.PYTHON.par, id="python")]
+    if _twins.COMPILED is None:
+        params.append(pytest.param(None, id="cython", marks=pytest.mark.skip("not built")))
+    else:
+        params.append(pytest.param(_twins.COMPILED.par, id="cython"))
+    return params
+
+
+@pytest.fixture(params=_twins_of_par())
+def par_twin(request: pytest.FixtureRequest) -> ModuleType:
+    return request.param  # type: ignore[no-any-return]
+
+
+def _ending(hands: tuple[str, str, str, str]) -> tuple[list[int], int]:
+    """Each seat's cards, and the cards of the tricks already played (all the others)."""
+    held = [sum(1 << c for c in parse_cards(h)) for h in hands]
+    return held, ((1 << 52) - 1) & ~sum(held)
+
+
+def _values(
+    twin: ModuleType, contract: Contract, held: list[int], leader: int, played: int
+) -> tuple[list[int], list[int]]:
+    flags = CLASSIC.deal_flags(contract)
+    ntricks = 13 - held[leader].bit_count()
+    values, nodes = [], []
+    for seat in range(4):
+        search = twin.ParSearch(contract, -1, flags)
+        values.append(search.units_left(seat, held, leader, [], played, ntricks))
+        nodes.append(search.nodes)
+    return values, nodes
+
+
+def _bounds(
+    contract: Contract, held: list[int], leader: int, played: int, seat: int
+) -> tuple[int, int]:
+    ntricks = 13 - held[leader].bit_count()
+    deal = _par_py._position(
+        held, leader, [], played, ntricks, contract, -1, CLASSIC.deal_flags(contract)
+    )
+    search = _par_py.ParSearch(contract, -1, CLASSIC.deal_flags(contract))
+    search.seat = seat
+    return search._this_trick(deal, search._units_in_play(deal))
+
+
+def test_the_trick_about_to_be_played_bounds_the_hero_as_plain_minimax_does() -> None:
+    # Penalty contracts of every preset and house variant: the floor (the three can give the
+    # hero this trick and its units) and the ceiling (the hero can send this trick's units
+    # elsewhere) hold on every random ending where either says anything, and each fires
+    # both with the hero on lead and off it.
+    rng = random.Random(1918)
+    seen: set[tuple[str, bool]] = set()
+    checked = 0
+    for _ in range(6000):
+        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+        if deal.contract == Contract.KOZ or deal.trick:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        most = search._units_in_play(deal)
+        if most == 0:
+            continue
+        for seat in range(4):
+            search.seat = seat
+            floor, ceiling = search._this_trick(deal, most)
+            if floor == 0 and ceiling == most:
+                continue
+            value = _exhaustive(deal, seat)
+            assert floor <= value <= ceiling, (deal.held, deal.leader, deal.contract, seat)
+            on_lead = deal.leader == seat
+            if floor:
+                seen.add(("floor", on_lead))
+            if ceiling < most:
+                seen.add(("ceiling", on_lead))
+            checked += 1
+        if checked >= 150 and len(seen) == 4:
+            break
+    assert checked >= 150 and len(seen) == 4
+
+
+def test_a_lone_ace_led_into_takes_the_queen_led_and_the_one_a_void_seat_sheds(
+    par_twin: ModuleType,
+) -> None:
+    # Kız, two tricks left, seat 0 leads. Seat 1 holds the ♠A and a low diamond: led the ♠Q
+    # it must win it, and seat 3 (no spade) sheds the ♥Q on it. The trick alone is worth two
+    # queens to the three, and the ♦2 later loses to the ♦Q: seat 1's par is exactly 2.
+    held, played = _ending(("QS 5D", "AS 2D", "3S QD", "QH 4C"))
+    assert _bounds(Contract.KIZ, held, 0, played, 1) == (2, 3)
+    values, _nodes = _values(par_twin, Contract.KIZ, held, 0, played)
+    assert values[1] == 2
+
+
+def test_a_king_of_hearts_shed_on_a_suit_its_holder_lacks_settles_rifki_at_once(
+    par_twin: ModuleType,
+) -> None:
+    # Rıfkı, two tricks left: seat 0 has only clubs to lead, seat 1 none, so seat 1 sheds the
+    # ♥K on the first trick whatever is led: the ceiling is 0 and the search stops at once.
+    held, played = _ending(("2C 3C", "KH 2H", "4C 5C", "6C 7C"))
+    assert _bounds(Contract.RIFKI, held, 0, played, 1) == (0, 0)
+    values, nodes = _values(par_twin, Contract.RIFKI, held, 0, played)
+    assert values[1] == 0 and nodes[1] == 1
+
+
+def test_a_hero_led_into_its_boss_suit_wins_a_trick_in_el_almaz(par_twin: ModuleType) -> None:
+    # El almaz, two tricks left, seat 0 leads. Seat 2 holds only the ♠A in spades: led a spade
+    # it wins that trick (floor 1); then it leads the ♦2 under seat 0's ♦K and wins no more.
+    held, played = _ending(("KS KD", "QS 3D", "AS 2D", "4C 5C"))
+    assert _bounds(Contract.EL_ALMAZ, held, 0, played, 2)[0] == 1
+    values, _nodes = _values(par_twin, Contract.EL_ALMAZ, held, 0, played)
+    assert values[2] == 1
+
+
+def test_a_hero_on_lead_under_a_seat_that_must_beat_it_saves_its_heart(
+    par_twin: ModuleType,
+) -> None:
+    # Kupa, two tricks left, hearts broken, seat 0 on lead with the ♥5 and the ♣A. Seat 1's
+    # hearts are all above the ♥5: led, it must be beaten, so one of the four hearts out is
+    # surely not seat 0's (ceiling 3). Seat 1 then leads a heart and the ♣A is shed: par 0.
+    held, played = _ending(("5H AC", "9H KH", "2C 3C", "4C 6H"))
+    assert _bounds(Contract.KUPA, held, 0, played, 0) == (0, 3)
+    values, _nodes = _values(par_twin, Contract.KUPA, held, 0, played)
+    assert values[0] == 0
+
+
+def test_the_trick_on_the_table_bounds_the_hero_as_plain_minimax_does() -> None:
+    # The same inside a trick, from every preset: with the hero's card already on the table
+    # (beaten, or the highest with nobody forced over it) and still to come (a card to duck
+    # with, or only cards that beat all the rest), each bound fires and none is wrong.
+    rng = random.Random(2018)
+    seen: set[tuple[str, bool]] = set()
+    checked = 0
+    for _ in range(6000):
+        deal, _rules = _random_ending(rng, rng.choice((1, 2, 3)))
+        if deal.contract == Contract.KOZ or not deal.trick:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        most = search._units_in_play(deal)
+        if most == 0:
+            continue
+        for seat in range(4):
+            search.seat = seat
+            floor, ceiling = search._in_trick(deal, most)
+            if floor == 0 and ceiling == most:
+                continue
+            value = _exhaustive(deal, seat)
+            assert floor <= value <= ceiling, (deal.held, deal.trick, deal.contract, seat)
+            played = (seat - deal.leader) % 4 < len(deal.trick)
+            if floor:
+                seen.add(("floor", played))
+            if ceiling < most:
+                seen.add(("ceiling", played))
+            checked += 1
+        if checked >= 300 and len(seen) == 4:
+            break
+    assert checked >= 300 and len(seen) == 4
+
+
+def _on_the_table(
+    twin: ModuleType, contract: Contract, hands: tuple[str, str, str, str], trick: str, seat: int
+) -> tuple[int, int]:
+    held = [sum(1 << c for c in parse_cards(h)) for h in hands]
+    cards = parse_cards(trick)
+    played = ((1 << 52) - 1) & ~sum(held) & ~sum(1 << c for c in cards)
+    search = twin.ParSearch(contract, -1, CLASSIC.deal_flags(contract))
+    ntricks = 13 - held[0].bit_count() - (1 if cards else 0)
+    value = search.units_left(seat, held, 0, cards, played, ntricks)
+    return value, search.nodes
+
+
+def test_a_queen_ducked_under_the_king_on_the_table_ends_kiz_at_once(
+    par_twin: ModuleType,
+) -> None:
+    # Kız, the ♠Q the last queen out: seat 0 has led the ♠K, seat 1 drops its ♠Q under it.
+    # The ceiling is 0 from the first position; the search ends there.
+    hands = ("2C", "QS 2D", "3S 4D", "5S 6D")
+    assert _on_the_table(par_twin, Contract.KIZ, hands, "KS", 1) == (0, 1)
+
+
+def test_an_ace_on_the_table_collects_what_the_others_may_shed_under_it(
+    par_twin: ModuleType,
+) -> None:
+    # Kız: seat 0 has led the ♠A. Seat 1 has no spade and sheds the ♥Q; seat 3 must give its
+    # covered ♠Q (withholding): both queens left are seat 0's, settled at once.
+    hands = ("2D", "QH 3C", "3S 4D", "QS 5D")
+    assert _on_the_table(par_twin, Contract.KIZ, hands, "AS", 0) == (2, 1)
+
+
+def test_each_seats_trump_tricks_are_a_floor_for_it_and_leave_a_ceiling_for_the_others() -> None:
+    # Koz, every preset (ruff, overtrump and raise rules included): of a seat's i highest
+    # trumps all but the higher trumps in other hands win, whoever leads; held to plain
+    # minimax at trick starts and inside tricks, for the seat itself and for every other.
+    rng = random.Random(2019)
+    checked = beyond_the_top = 0
+    for _ in range(20000):
+        deal, _rules = _random_ending(rng, rng.choice((2, 2, 3)))
+        if deal.contract != Contract.KOZ:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        sure = [search._trump_tricks(deal, s) for s in range(4)]
+        if not any(sure):
+            continue
+        left = 13 - len(deal.winners)
+        for seat in range(4):
+            value = _exhaustive(deal, seat)
+            assert value >= sure[seat], (deal.held, deal.trick, deal.trump, seat)
+            others = max(sure[s] for s in range(4) if s != seat)
+            assert value <= left - others, (deal.held, deal.trick, deal.trump, seat)
+        trumps = SUIT_MASKS[deal.trump] & ~deal.played
+        top = 1 << (trumps.bit_length() - 1)
+        # a seat sure of tricks without the highest trump out: past the top trumps in a row
+        beyond_the_top += any(sure[s] and not deal.held[s] & top for s in range(4))
+        checked += 1
+        if checked >= 100 and beyond_the_top >= 20:
+            break
+    assert checked >= 100 and beyond_the_top >= 20
+
+
+def test_a_king_and_queen_of_trumps_under_the_ace_win_one_trick_at_once(
+    par_twin: ModuleType,
+) -> None:
+    # Koz, spades trumps, two tricks left, seat 1 leads. The ace takes one of seat 0's king
+    # and queen at most: one trick for seat 0, and no more, both settled at the root.
+    held, played = _ending(("KS QS", "AS 2D", "3D 4D", "5D 6D"))
+    flags = CLASSIC.deal_flags(Contract.KOZ)
+    search = par_twin.ParSearch(Contract.KOZ, SPADES, flags)
+    assert search.units_left(0, held, 1, [], played, 11) == 1
+    assert search.nodes == 2  # one node per null-window pass
