@@ -113,8 +113,7 @@ def _judge_span(
     """Stage one for every frame of a span, in a worker (plain, picklable values)."""
     twins = _twins_named(twins_name)
     with open(path, "rb") as f:
-        info = os.fstat(f.fileno())
-        if (info.st_dev, info.st_ino) != ident:
+        if _identity(f) != ident:
             return None  # not the file the parent opened: it reads the rest itself
         size = span.stop - span.start
         if len(_buffer) < size:
@@ -285,16 +284,8 @@ class JudgePool:
     ) -> Iterator[Verdict]:
         """``kingrec.fastcheck.validate_runs`` of a .krec file (``can_split``), stage one in
         the workers: the same items, in the same order."""
-        try:
-            f = open(records.name, "rb")  # noqa: SIM115 - closed below
-        except OSError:  # no longer openable by its name: the open file is judged here
-            f = None
-        with f or contextlib.nullcontext():
-            ident = None
-            if f is not None:
-                info = os.fstat(f.fileno())
-                ident = (info.st_dev, info.st_ino)
-            if f is None or ident is None or ident != records.identity():
+        with _reopened(records) as f:
+            if f is None:
                 # Gone, or the name stands for another file now: the open one, judged here.
                 runs = records.raw_frame_runs()
                 yield from validate_runs(
@@ -302,7 +293,7 @@ class JudgePool:
                 )
                 return
             check_file_header(f, records.name)
-            yield from self._validate(f, ident, records, count_clean, seen)
+            yield from self._validate(f, _identity(f), records, count_clean, seen)
 
     def _validate(
         self,
@@ -328,7 +319,7 @@ class JudgePool:
                 rest = _Rest(span.start, span.first)
                 pending.clear()  # what follows a refused span is read again by the reader
                 return
-            yield from self._settle(judged, fd, name, counted, seen)
+            yield from _settle(judged, fd, name, seen, twins)
             records.note_read(span.stop)
 
         walked = _Rest(FILE_HEADER_SIZE, 0)
@@ -352,16 +343,6 @@ class JudgePool:
         runs = located_runs(read_frame_runs_from(f, name, rest.offset, rest.index), name)
         yield from validate_runs(runs, name, count_clean=count_clean, twins=twins, seen=seen)
         records.note_read(size)
-
-    def _settle(
-        self,
-        judged: list[_Piece],
-        fd: int,
-        name: str,
-        counted: bool,
-        seen: set[int],
-    ) -> Iterator[Verdict]:
-        return _settle(judged, fd, name, seen, self.twins)
 
 
 def _settle(
@@ -396,12 +377,8 @@ def validate_here(
     pool does (so damage is found and worded as ever)."""
     twins = twins or _twins.ACTIVE
     name = records.name
-    try:
-        f = open(name, "rb")  # noqa: SIM115 - closed below
-    except OSError:
-        f = None
-    with f or contextlib.nullcontext():
-        if f is None or _identity(f) != records.identity():
+    with _reopened(records) as f:
+        if f is None:
             # Gone, or the name stands for another file now: the open one, by its reader.
             yield from validate_runs(
                 records.raw_frame_runs(), name, count_clean=True, twins=twins, seen=seen
@@ -426,6 +403,19 @@ def validate_here(
         runs = located_runs(read_frame_runs_from(f, name, pos, index), name)
         yield from validate_runs(runs, name, count_clean=True, twins=twins, seen=seen)
         records.note_read(os.fstat(fd).st_size)
+
+
+@contextlib.contextmanager
+def _reopened(records: RecordFile) -> Iterator[BinaryIO | None]:
+    """The file ``records`` reads, opened again by its name so that it can be read by
+    offset; None when the name no longer opens that file (gone, or another file now)."""
+    try:
+        f = open(records.name, "rb")  # noqa: SIM115 - closed below
+    except OSError:
+        yield None
+        return
+    with f:
+        yield f if _identity(f) == records.identity() else None
 
 
 def _identity(f: BinaryIO) -> tuple[int, int]:
