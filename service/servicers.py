@@ -21,12 +21,12 @@ from .errors import BadRequestError, NoStoreError, ShuttingDownError
 from .events import response
 from .live import Hub, LiveMatch
 from .querying import query_stream
-from .records import match_of_record, vouched_frame
+from .records import match_of_record
 from .replaying import check_pace, check_seat, paced, replay_events
 from .storage import StoreGateway
 from .stored import get_stored, list_stored
 from .uploads import upload_responses
-from .validating import stream_responses, validate_response, vouched_response
+from .validating import stream_responses, validate_response
 
 __all__ = ["KingrecServicer"]
 
@@ -64,9 +64,6 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         self, request: svc.ValidateRequest, context: Context
     ) -> Encoded:
         record = request.record
-        vouched = vouched_frame(record)  # most records: one clean match, answered at once
-        if vouched is not None:
-            return vouched_response(vouched)
         form = record.WhichOneof("form")
         if form == "json" or (form == "krec" and record.krec.startswith(MAGIC)):
             # A whole file may hold thousands of records: judged off the event loop.

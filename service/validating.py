@@ -26,13 +26,7 @@ from .convert import clean_report_bytes, location_bytes, report_bytes, report_js
 from .records import Vouched, record_verdicts, stream_verdicts, vouched_frame
 from .wire import delimited, varint
 
-__all__ = [
-    "VERDICT_BYTES",
-    "stream_responses",
-    "validate_response",
-    "verdict_bytes",
-    "vouched_response",
-]
+__all__ = ["VERDICT_BYTES", "stream_responses", "validate_response", "verdict_bytes"]
 
 VERDICT_BYTES = 3 << 20  # a response's verdicts at most, leaving room for the rest
 
@@ -63,7 +57,7 @@ def validate_response(record: svc.Record) -> bytes:
     deals alone: no report, no location, no JSON object made."""
     vouched = vouched_frame(record)
     if vouched is not None:
-        return vouched_response(vouched)
+        return _vouched_response(vouched)
     items = record_verdicts(record)
     if len(items) == 1 and isinstance(items[0], MatchReport):
         encoded = _one_report(report_bytes(items[0]), report_json(items[0]))
@@ -102,7 +96,7 @@ def stream_responses(index: int, records: Sequence[svc.Record]) -> Iterator[byte
     yield b"".join(parts)
 
 
-def vouched_response(vouched: Vouched) -> bytes:
+def _vouched_response(vouched: Vouched) -> bytes:
     """Validate's answer for a match the compiled checker vouched for
     (``records.vouched_frame``): its report, from its id and deals alone."""
     mid, deals, name = vouched.match_id, vouched.deals, vouched.name
