@@ -98,10 +98,9 @@ def _check_size(deals: int, budget_ms: int) -> None:
 
 
 def _tasks(match: pb.Match, request: svc.AnalyseRequest) -> list[DealTask]:
-    """The request's deals of ``match`` as tasks, once the request is within every bound
-    (``check_request``'s, and those of the match: its deals, all of them when none is
-    named)."""
-    check_request(request)
+    """The request's deals of ``match`` as tasks, once the request, already within
+    ``check_request``'s bounds, is within those of the match too: its deals, all of them
+    when none is named."""
     rules = ruleset_from_proto(match.ruleset)  # RulesetError: the client's input
     count = len(match.deals)
     numbers = list(dict.fromkeys(request.deals)) or list(range(1, count + 1))

@@ -254,10 +254,10 @@ class StoreGateway:
                 reader.close()
 
         try:
-            future = self._queries.submit(run)
-        except RuntimeError:  # "cannot schedule new futures after shutdown"
+            future = _submit(self._queries, run)
+        except ShuttingDownError:
             self.release(stop)
-            raise ShuttingDownError("the server is shutting down") from None
+            raise
         # The place is given back when the query is over, not when its caller is: a caller
         # that goes away (an HTTP client that disconnects) cannot leave a query running
         # outside the bound.
@@ -352,11 +352,15 @@ class _Steps(Generic[T]):
 
 async def _run_in(pool: Executor, work: Callable[[], T]) -> T:
     """``work()`` in ``pool``; ``ShuttingDownError`` once the pool takes no more work."""
+    return await asyncio.wrap_future(_submit(pool, work))
+
+
+def _submit(pool: Executor, work: Callable[[], T]) -> Future[T]:
+    """``work`` handed to ``pool``; ``ShuttingDownError`` once the pool takes no more work."""
     try:
-        future = pool.submit(work)
+        return pool.submit(work)
     except RuntimeError:  # "cannot schedule new futures after shutdown"
         raise ShuttingDownError("the server is shutting down") from None
-    return await asyncio.wrap_future(future)
 
 
 def _fail_all(jobs: list[_Job], exc: BaseException) -> None:
