@@ -19,7 +19,7 @@ from libc.string cimport memcmp
 
 from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, Tally, uchar
-from kingrec._framing cimport FRAME_HEADER, header_sound, le32
+from kingrec._framing cimport FRAME_HEADER, le32, whole_frame
 from kingrec._v1wire cimport DealMsg, parse_deal
 from kingrec._wire cimport (
     I32_MAX, U32_MAX, WT_LEN, WT_VARINT, enum32, length_delimited, packed_sint32, skip_field,
@@ -487,8 +487,7 @@ cdef class MatchChecker:
 
     cdef tuple _check_frames(self, object buf, const uchar* data, Py_ssize_t start,
                              Py_ssize_t end, Py_ssize_t max_payload, Py_ssize_t max_frames):
-        cdef Py_ssize_t pos = start, n = 0, clean = 0, deals = 0, found
-        cdef size_t length
+        cdef Py_ssize_t pos = start, n = 0, clean = 0, deals = 0, found, length
         cdef const uchar* head
         cdef list dirty = []
         cdef list payloads = []
@@ -499,29 +498,27 @@ cdef class MatchChecker:
         cdef Py_ssize_t room = min(max_frames, (end - start) // FRAME_HEADER)
         cdef bytearray offsets = bytearray(8 * room)
         cdef bytearray keys = bytearray(8 * room)
-        while n < max_frames and end - pos >= FRAME_HEADER:
+        while n < max_frames:
+            length = whole_frame(data, pos, end, max_payload)
+            if length < 0:
+                break
             head = data + pos
-            if not header_sound(head, max_payload):
-                break
-            length = le32(head + 4)
-            if length > <size_t>(end - pos - FRAME_HEADER):
-                break
-            if _payload_crc(whole[pos + FRAME_HEADER:pos + FRAME_HEADER + <Py_ssize_t>length]) \
+            if _payload_crc(whole[pos + FRAME_HEADER:pos + FRAME_HEADER + length]) \
                     != le32(head + 8):
                 break
             (<uint64_t*><char*>offsets)[n] = <uint64_t>pos
-            found = self._clean_deals_at(head + FRAME_HEADER, <Py_ssize_t>length, &top)
+            found = self._clean_deals_at(head + FRAME_HEADER, length, &top)
             if found < 0:
                 dirty.append(n)
                 payloads.append(PyBytes_FromStringAndSize(<const char*>head + FRAME_HEADER,
-                                                          <Py_ssize_t>length))
+                                                          length))
             else:
                 slot = <uint64_t*><char*>keys
-                slot[clean] = hash64(head + FRAME_HEADER, <Py_ssize_t>length)
+                slot[clean] = hash64(head + FRAME_HEADER, length)
                 clean += 1
                 deals += found
             n += 1
-            pos += FRAME_HEADER + <Py_ssize_t>length
+            pos += FRAME_HEADER + length
         whole.release()
         del offsets[8 * n:]
         del keys[8 * clean:]

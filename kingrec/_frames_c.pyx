@@ -19,7 +19,8 @@ from kingrec.checksum import crc32
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 
-from kingrec._framing cimport FRAME_HEADER as HEADER_SIZE, header_sound, le32 as _le32
+from kingrec._framing cimport FRAME_HEADER as HEADER_SIZE, header_sound, whole_frame
+from kingrec._framing cimport le32 as _le32
 
 __all__ = ["scan_frames", "walk_headers"]
 
@@ -45,19 +46,14 @@ cdef tuple _scan(const unsigned char* data, Py_ssize_t size, Py_ssize_t start, P
         )
     cdef list payloads = []
     cdef list offsets = []
-    cdef Py_ssize_t pos = start
-    cdef const unsigned char* head
-    cdef size_t length
+    cdef Py_ssize_t pos = start, length
     cdef bytes payload
-    while end - pos >= HEADER_SIZE:
-        head = data + pos
-        if not header_sound(head, max_payload):
+    while True:
+        length = whole_frame(data, pos, end, max_payload)
+        if length < 0:
             break
-        length = _le32(head + 4)
-        if length > <size_t>(end - pos - HEADER_SIZE):
-            break
-        payload = PyBytes_FromStringAndSize(<const char*>head + HEADER_SIZE, length)
-        if _payload_crc(payload) != _le32(head + 8):
+        payload = PyBytes_FromStringAndSize(<const char*>data + pos + HEADER_SIZE, length)
+        if _payload_crc(payload) != _le32(data + pos + 8):
             break
         payloads.append(payload)
         offsets.append(pos)

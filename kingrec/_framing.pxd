@@ -82,3 +82,18 @@ cdef inline bint header_sound(const unsigned char* head, Py_ssize_t max_payload)
     at most ``max_payload`` bytes, the header's own checksum."""
     return (memcmp(head, b"KRF1", 4) == 0 and le32(head + 4) <= <size_t>max_payload
             and header_crc(head) == le32(head + 12))
+
+
+cdef inline Py_ssize_t whole_frame(const unsigned char* data, Py_ssize_t pos, Py_ssize_t end,
+                                   Py_ssize_t max_payload) noexcept nogil:
+    """The payload length of the frame whose header is at ``data + pos``, when that header
+    is sound and the frame lies whole before ``end``; -1 otherwise. (The payload's checksum
+    is the caller's to check, on the bytes it hands out.)"""
+    cdef const unsigned char* head = data + pos
+    cdef size_t length
+    if end - pos < FRAME_HEADER or not header_sound(head, max_payload):
+        return -1
+    length = le32(head + 4)
+    if length > <size_t>(end - pos - FRAME_HEADER):
+        return -1
+    return <Py_ssize_t>length
