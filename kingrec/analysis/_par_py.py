@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._engine_py import Deal, trick_winner
+from .._engine_py import Deal, _highest_of_suit, trick_winner
 from .._engine_types import (
     END_PLAYING,
     F_MUST_OVERTRUMP,
@@ -902,8 +902,8 @@ def _suits_of(cards: int) -> int:
 
 def _highest_of(trick: Sequence[int], suit: int) -> int:
     """The highest card of ``suit`` on ``trick``, as a card mask (0: none)."""
-    cards = [card for card in trick if card // 13 == suit]
-    return 1 << max(cards) if cards else 0
+    card = _highest_of_suit(trick, suit)
+    return 1 << card if card >= 0 else 0
 
 
 def _winning_rank(trick: Sequence[int], trump: int) -> int:
