@@ -255,14 +255,18 @@ class JudgePool:
         value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self.close()
+        self._end(ended_well=kind is None)
 
     def close(self) -> None:
         """Stop the workers (at once: whatever they were judging is no longer wanted)."""
+        self._end(ended_well=False)
+
+    def _end(self, *, ended_well: bool) -> None:
         if self._pool is not None:
+            from .workers import end_pool  # loaded with the pool
+
             pool, self._pool = self._pool, None
-            pool.terminate()
-            pool.join()
+            end_pool(pool, ended_well=ended_well)
 
     def _workers(self) -> multiprocessing.pool.Pool:
         if self._pool is None:

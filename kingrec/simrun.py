@@ -96,10 +96,9 @@ def _chunks(
         for start, stop in bounds:
             yield simulate_chunk(preset, seed, start, stop, fmt)
         return
-    from .workers import worker_pool  # only here: a run on one core does without it
+    from .workers import run_pool  # only here: a run on one core does without it
 
-    pool = worker_pool(jobs)
-    try:
+    with run_pool(jobs) as pool:  # terminated on any failure or interrupt
         pending: deque[multiprocessing.pool.AsyncResult[tuple[list[bytes], int]]] = deque()
         todo = deque(bounds)
         while todo or pending:
@@ -107,10 +106,6 @@ def _chunks(
                 start, stop = todo.popleft()
                 pending.append(pool.apply_async(simulate_chunk, (preset, seed, start, stop, fmt)))
             yield pending.popleft().get()
-        pool.close()
-    finally:
-        pool.terminate()  # on any failure or interrupt: no worker outlives the run
-        pool.join()
 
 
 # -- runs -----------------------------------------------------------------------------------

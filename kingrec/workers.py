@@ -11,8 +11,9 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
-__all__ = ["worker_pool"]
+__all__ = ["end_pool", "run_pool", "worker_pool"]
 
 # The signals the parent handles itself (Ctrl-C, and SIGTERM raised as ``Terminated``).
 _PARENTS = {signal.SIGINT, signal.SIGTERM}
@@ -35,6 +36,37 @@ def worker_pool(jobs: int, method: str | None = None) -> multiprocessing.pool.Po
         return context.Pool(jobs, initializer=_die_with, initargs=(os.getpid(),))
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def end_pool(pool: multiprocessing.pool.Pool, *, ended_well: bool) -> None:
+    """End a pool of ``worker_pool``: closed and joined when its run ended well (each worker
+    ends of itself after its last task), terminated when it failed or was interrupted (no
+    worker outlives it).
+
+    A run that ended well never terminates its pool: ``terminate()`` kills the workers
+    wherever they are, and one killed while it holds the task queue's lock leaves the
+    pool's own threads waiting on that lock for ever (seen in CI: a ``simulate --jobs 2``
+    that had written its last match hung for 15 minutes, both its workers gone, one pool
+    thread in a semaphore's wait)."""
+    if ended_well:
+        pool.close()
+    else:
+        pool.terminate()
+    pool.join()
+
+
+@contextlib.contextmanager
+def run_pool(jobs: int, method: str | None = None) -> Iterator[multiprocessing.pool.Pool]:
+    """``worker_pool`` for the length of a ``with`` block, ended by ``end_pool``: as one that
+    ended well when the block does, else (an error, an interrupt, a generator closed early)
+    terminated."""
+    pool = worker_pool(jobs, method)
+    try:
+        yield pool
+    except BaseException:
+        end_pool(pool, ended_well=False)
+        raise
+    end_pool(pool, ended_well=True)
 
 
 def _die_with(parent: int) -> None:

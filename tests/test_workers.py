@@ -85,3 +85,23 @@ def test_terminating_workers_that_are_still_starting_ends_them(
         pool.terminate()  # at once: the workers may not have run their initializer yet
         pool.join()
         assert not [c for c in children if c.is_alive()]
+
+
+def test_a_pool_whose_run_ended_well_is_closed_and_joined_never_terminated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    terminated: list[str] = []
+    with workers.run_pool(2) as pool:
+        monkeypatch.setattr(pool, "terminate", lambda: terminated.append("terminate"))
+        assert pool.apply_async(abs, (-3,)).get(timeout=60) == 3
+        started = list(pool._pool)  # type: ignore[attr-defined]
+    assert terminated == []  # killing idle workers can leave the pool's threads hung
+    assert not any(worker.is_alive() for worker in started)
+
+
+def test_a_pool_whose_run_failed_is_terminated_and_no_worker_outlives_it() -> None:
+    with pytest.raises(ZeroDivisionError), workers.run_pool(2) as pool:
+        started = list(pool._pool)  # type: ignore[attr-defined]
+        assert pool.apply_async(abs, (-3,)).get(timeout=60) == 3
+        raise ZeroDivisionError
+    assert not any(worker.is_alive() for worker in started)

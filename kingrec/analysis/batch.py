@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..boundary import replayable
 from ..rules import Ruleset
 from ..v1 import record_pb2 as pb
-from ..workers import worker_pool
+from ..workers import run_pool
 from .par import Budget, DealPar, deal_par, replay_course
 from .review import DealReview, review_deal
 
@@ -61,8 +61,7 @@ def analyse_deals(tasks: Iterable[DealTask], jobs: int = 1) -> Iterator[DealRevi
         for task in tasks:
             yield analyse_deal(task)
         return
-    pool = worker_pool(jobs)
-    try:
+    with run_pool(jobs) as pool:  # terminated on any failure or interrupt
         pending: deque[multiprocessing.pool.AsyncResult[DealReview | DealPar]] = deque()
         todo = iter(tasks)
         exhausted = False
@@ -75,7 +74,3 @@ def analyse_deals(tasks: Iterable[DealTask], jobs: int = 1) -> Iterator[DealRevi
                 pending.append(pool.apply_async(analyse_deal, (following,)))
             if pending:
                 yield pending.popleft().get()
-        pool.close()
-    finally:
-        pool.terminate()  # on any failure or interrupt: no worker outlives the run
-        pool.join()
