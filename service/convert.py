@@ -22,8 +22,10 @@ from .wire import delimited, varint
 
 __all__ = [
     "clean_report_bytes",
+    "clean_report_wire",
     "damage_to_proto",
     "finding_to_proto",
+    "located_bytes",
     "location_bytes",
     "location_to_proto",
     "rejected_verdict",
@@ -118,15 +120,20 @@ def clean_report_bytes(match_id: str, location: bytes, deals: int) -> bytes:
     """The encoded Report of a record with no findings, as ``report_to_proto`` makes it:
     match_id = 1 (left out when empty), location = 2 (``location_bytes``), valid = 3 (true),
     deals = 4 (left out when 0)."""
-    mid = match_id.encode("utf-8")
-    return b"".join(
-        (
-            delimited(b"\x0a", mid) if mid else b"",
-            delimited(b"\x12", location),
-            b"\x18\x01",
-            b"\x20" + varint(deals) if deals else b"",
-        )
-    )
+    return clean_report_wire(match_id.encode("utf-8"), located_bytes(location), deals)
+
+
+def located_bytes(location: bytes) -> bytes:
+    """A clean Report's fields between its id and its deals, encoded: location = 2 (its
+    ``location_bytes``), valid = 3 (true). The same for every record of one place."""
+    return delimited(b"\x12", location) + b"\x18\x01"
+
+
+def clean_report_wire(match_id: bytes, located: bytes, deals: int) -> bytes:
+    """``clean_report_bytes`` of a match id as UTF-8 bytes (as the compiled checker gives
+    it) and the fields of its place already encoded (``located_bytes``)."""
+    head = b"\x0a" + varint(len(match_id)) + match_id if match_id else b""
+    return b"".join((head, located, b"\x20" + varint(deals) if deals else b""))
 
 
 def damage_to_proto(damage: Damage) -> svc.Damage:

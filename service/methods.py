@@ -110,11 +110,10 @@ def _refusal(metadata: Iterable[tuple[str, str | bytes]] | None, token: bytes) -
     return None
 
 
-def _authorize(context: Context, token: bytes | None) -> None:
-    if token is not None:
-        refusal = _refusal(context.invocation_metadata(), token)
-        if refusal is not None:
-            raise UnauthenticatedError(refusal)
+def _authorize(context: Context, token: bytes) -> None:
+    refusal = _refusal(context.invocation_metadata(), token)
+    if refusal is not None:
+        raise UnauthenticatedError(refusal)
 
 
 async def _abort(context: Context, exc: Exception, method: str) -> None:
@@ -145,8 +144,12 @@ def guard(handler: Handler, method: str, token: bytes | None = None) -> Handler:
 
         async def unary(request: Any, context: Context) -> Any:
             try:
-                _authorize(context, token)
-                request = _checked(request) if streaming_in else _check(request)
+                if token is not None:
+                    _authorize(context, token)
+                if streaming_in:
+                    request = _checked(request)
+                elif type(request) is _Undecodable:  # (most calls: a single test, no call)
+                    raise BadRequestError(request.error)
                 return await inner(request, context)
             except (grpc.aio.AbortError, grpc.aio.UsageError):
                 raise
@@ -167,7 +170,8 @@ def guard(handler: Handler, method: str, token: bytes | None = None) -> Handler:
             # An async generator's responses are written here, not by grpc, so that a client
             # that goes away mid-write ends the call quietly instead of in grpc's log.
             try:
-                _authorize(context, token)
+                if token is not None:
+                    _authorize(context, token)
                 request = _checked(request) if streaming_in else _check(request)
                 if not generates:  # a coroutine that writes itself (health's Watch)
                     await inner(request, context)

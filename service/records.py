@@ -37,10 +37,11 @@ __all__ = [
     "Vouched",
     "judge_record",
     "match_of_record",
+    "one_match",
     "payload_of_record",
     "record_verdicts",
     "stream_verdicts",
-    "vouched_frame",
+    "vouch",
 ]
 
 Judged = MatchReport | Damage  # what is found at one place of a record file
@@ -151,20 +152,22 @@ def judge_record(record: svc.Record) -> MatchReport:
     return only
 
 
-def vouched_frame(record: svc.Record) -> Vouched | None:
-    """The record, when it is one match (a message or a frame's bytes) that the compiled
-    checker vouches for: its report has no findings and needs no making. None for anything
-    else (a file, JSON text, an empty record, a frame too large or not clean, no compiled
-    checker): ``record_verdicts`` judges those."""
-    form = record.WhichOneof("form")
-    payload = None if form is None else _payload(record, form)
+def one_match(record: svc.Record) -> bytes | None:
+    """The serialized Match of a record given as one (a message or a frame's bytes); None for
+    a whole .krec file or JSON text, which may hold many. ``BadRequestError`` for an empty
+    record."""
+    return _payload(record, _form(record))
+
+
+def vouch(payload: bytes) -> tuple[int, bytes] | None:
+    """(deals, match id as UTF-8) of a match's bytes that the compiled checker vouches for:
+    its report is ``MatchReport(match_id, Location(name, 0, FILE_HEADER_SIZE), deals=deals)``
+    with no findings, and needs no making. None for anything else (a frame too large or not
+    clean, no compiled checker): ``record_verdicts`` judges those."""
     checker = checker_of()
-    if payload is None or len(payload) > MAX_FRAME_BYTES or checker is None:
+    if checker is None or len(payload) > MAX_FRAME_BYTES:
         return None
-    verdict = checker.check(payload)
-    if verdict is None:
-        return None
-    return Vouched(verdict[1].decode("utf-8"), verdict[0], record.name)
+    return checker.check(payload)
 
 
 def _judge_frame(name: str, payload: bytes) -> MatchReport:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
 
-from kingrec.container import MAGIC
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 
@@ -26,7 +25,7 @@ from .replaying import check_pace, check_seat, paced, replay_events
 from .storage import StoreGateway
 from .stored import get_stored, list_stored
 from .uploads import upload_responses
-from .validating import stream_responses, validate_response
+from .validating import match_response, stream_responses, validate_response
 
 __all__ = ["KingrecServicer"]
 
@@ -64,11 +63,10 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         self, request: svc.ValidateRequest, context: Context
     ) -> Encoded:
         record = request.record
-        form = record.WhichOneof("form")
-        if form == "json" or (form == "krec" and record.krec.startswith(MAGIC)):
-            # A whole file may hold thousands of records: judged off the event loop.
-            return await asyncio.to_thread(validate_response, record)
-        return validate_response(record)  # one record: judged in a blink
+        answer = match_response(record)  # one match: judged in a blink, here
+        if answer is None:  # a whole file or JSON text: thousands of records, off the loop
+            answer = await asyncio.to_thread(validate_response, record)
+        return answer
 
     async def ValidateStream(  # type: ignore[override]  # responses go out encoded
         self, request_iterator: AsyncIterable[svc.ValidateStreamRequest], context: Context

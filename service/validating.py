@@ -14,19 +14,34 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 from kingrec.container import FILE_HEADER_SIZE
 from kingrec.errors import LimitError
 from kingrec.findings import Location, MatchReport
-from kingrec.jsonl import clean_report_line
+from kingrec.jsonl import clean_line, clean_place
 from kingrec.records import Damage
 from kingrec.v1 import service_pb2 as svc
 
-from .convert import clean_report_bytes, location_bytes, report_bytes, report_json, verdict_into
-from .records import Vouched, record_verdicts, stream_verdicts, vouched_frame
+from .convert import (
+    clean_report_bytes,
+    clean_report_wire,
+    located_bytes,
+    location_bytes,
+    report_bytes,
+    report_json,
+    verdict_into,
+)
+from .records import Vouched, one_match, record_verdicts, stream_verdicts, vouch
 from .wire import delimited, varint
 
-__all__ = ["VERDICT_BYTES", "stream_responses", "validate_response", "verdict_bytes"]
+__all__ = [
+    "VERDICT_BYTES",
+    "match_response",
+    "stream_responses",
+    "validate_response",
+    "verdict_bytes",
+]
 
 VERDICT_BYTES = 3 << 20  # a response's verdicts at most, leaving room for the rest
 
@@ -40,30 +55,69 @@ _STREAM_DONE = b"\x18\x01"  # ValidateStreamResponse.done = 3, true
 
 
 def _one_report(report: bytes, line: str) -> bytes:
-    """The answer of a record holding one match: its report (encoded once, sent twice) and
-    its JSON line."""
+    """The answer of a record holding one match: its report (encoded once, sent twice, as
+    ValidateResponse.report and as the report of its one verdict: both are field 1) and its
+    JSON line."""
+    field = delimited(_REPORT, report)
+    text = line.encode("utf-8")
     return b"".join(
-        (
-            delimited(_REPORT, report),
-            delimited(_REPORT_JSON, line.encode("utf-8")),
-            delimited(_VERDICT, delimited(_REPORT, report)),
-        )
+        (field, _REPORT_JSON, varint(len(text)), text, _VERDICT, varint(len(field)), field)
     )
 
 
 def validate_response(record: svc.Record) -> bytes:
     """Validate's answer, encoded: the report of a record holding one match, else every
-    verdict. A match the compiled checker vouches for (most) is answered from its id and
-    deals alone: no report, no location, no JSON object made."""
-    vouched = vouched_frame(record)
-    if vouched is not None:
-        return _vouched_response(vouched)
+    verdict."""
+    answer = match_response(record)
+    return _judged_response(record) if answer is None else answer
+
+
+def match_response(record: svc.Record) -> bytes | None:
+    """``validate_response`` of a record given as one match (a message or a frame's bytes):
+    judged at once, in the time of the compiled checker (the service answers it on the event
+    loop). None for a whole .krec file or JSON text, which may hold thousands of records.
+    A match the checker vouches for (most) is answered from its id and deals alone: no
+    report, location or JSON object made."""
+    payload = one_match(record)
+    if payload is None:
+        return None
+    verdict = vouch(payload)
+    if verdict is None:
+        return _judged_response(record)
+    deals, match_id = verdict
+    name = record.name
+    frame = _frame_zero(name) if len(name) <= CACHED_NAME else _frame(name)
+    report = clean_report_wire(match_id, frame.located, deals)
+    line = clean_line(match_id.decode("utf-8"), frame.place, deals)
+    return _fitting(_one_report(report, line), 1, name)
+
+
+def _judged_response(record: svc.Record) -> bytes:
+    """Validate's answer from the reports and damage the library makes."""
     items = record_verdicts(record)
     if len(items) == 1 and isinstance(items[0], MatchReport):
         encoded = _one_report(report_bytes(items[0]), report_json(items[0]))
     else:
         encoded = b"".join([delimited(_VERDICT, verdict_bytes(item)) for item in items])
     return _fitting(encoded, len(items), record.name)
+
+
+class _Frame(NamedTuple):
+    """Frame 0 of a file ``name``, where a record given as one match is, as a clean report
+    of it holds it: encoded (``convert.located_bytes``) and in its JSON line
+    (``kingrec.jsonl.clean_place``)."""
+
+    located: bytes
+    place: str
+
+
+def _frame(name: str) -> _Frame:
+    place = Location(name, 0, FILE_HEADER_SIZE)
+    return _Frame(located_bytes(location_bytes(place)), clean_place(place))
+
+
+CACHED_NAME = 256  # names kept encoded at most this long: the cache's size stays small
+_frame_zero = lru_cache(maxsize=64)(_frame)  # a client names its records alike, call on call
 
 
 def _fitting(encoded: bytes, items: int, name: str) -> bytes:
@@ -94,29 +148,6 @@ def stream_responses(index: int, records: Sequence[svc.Record]) -> Iterator[byte
         size += len(entry)
     parts.append(_STREAM_DONE)
     yield b"".join(parts)
-
-
-def _vouched_response(vouched: Vouched) -> bytes:
-    """Validate's answer for a match the compiled checker vouched for
-    (``records.vouched_frame``): its report, from its id and deals alone."""
-    mid, deals, name = vouched.match_id, vouched.deals, vouched.name
-    place, encoded = _frame_zero(name) if len(name) <= CACHED_NAME else _place(name)
-    answer = _one_report(
-        clean_report_bytes(mid, encoded, deals), clean_report_line(mid, place, deals)
-    )
-    return _fitting(answer, 1, name)
-
-
-CACHED_NAME = 256  # names kept encoded at most this long: the cache's size stays small
-
-
-def _place(name: str) -> tuple[Location, bytes]:
-    """Where a record given as one match is, frame 0 of a file ``name``, and encoded."""
-    place = Location(name, 0, FILE_HEADER_SIZE)
-    return place, location_bytes(place)
-
-
-_frame_zero = lru_cache(maxsize=64)(_place)  # a client names its records alike, call on call
 
 
 def verdict_bytes(

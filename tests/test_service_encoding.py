@@ -5,6 +5,7 @@ message built field by field, the way a client built from the .proto alone reads
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -289,4 +290,36 @@ def test_the_places_kept_encoded_are_only_short_names() -> None:
     expected = [_reference_response(r).SerializeToString() for r in records]
     assert [validate_response(r) for r in records * 2] == expected * 2
     assert validating._frame_zero.cache_info().currsize == 1  # "a" only
+    for name in ("a", long_name) * 2:  # the library's own cache of places, the same way
+        place = Location(name, 0, FILE_HEADER_SIZE)
+        assert clean_report_line("m", place, 1) == report_line(MatchReport("m", place, deals=1))
     assert write._clean_place.cache_info().currsize == 1
+
+
+def test_one_match_is_answered_on_the_event_loop_and_a_whole_file_off_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A match or a frame's bytes is judged in the time of the compiled checker, at once; a
+    whole .krec file or JSON text may hold thousands of records and goes to a thread. The
+    answers are the same bytes either way."""
+    import asyncio
+
+    from kingrec_service import servicers
+    from kingrec_service.live import Hub, LiveConfig
+
+    hopped: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(work: Any, record: svc.Record) -> Any:
+        hopped.append(record.name)
+        return await to_thread(work, record)
+
+    monkeypatch.setattr(servicers.asyncio, "to_thread", counted)
+    servicer = servicers.KingrecServicer(Hub(LiveConfig()), None)
+    records = _records(tmp_path)[:5] + _records(tmp_path)[6:8]  # those answered, not refused
+
+    async def answers() -> list[bytes]:
+        return [await servicer.Validate(svc.ValidateRequest(record=r), None) for r in records]
+
+    assert asyncio.run(answers()) == [_reference_response(r).SerializeToString() for r in records]
+    assert hopped == ["many.krec", "j.jsonl"]

@@ -115,10 +115,10 @@ def test_a_method_no_service_has_is_unimplemented(address: str) -> None:
 def test_a_bug_in_a_method_is_internal_in_one_log_line_and_the_server_goes_on(
     address: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def broken(record: svc.Record) -> bytes:
+    def broken(record: svc.Record) -> bytes | None:
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr("kingrec_service.servicers.validate_response", broken)
+    monkeypatch.setattr("kingrec_service.servicers.match_response", broken)
     record = svc.Record(krec=b"\x0a\x01x")
     with caplog.at_level(logging.ERROR, "kingrec_service"), grpc.insecure_channel(address) as ch:
         stub = KingrecServiceStub(ch)

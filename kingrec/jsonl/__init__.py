@@ -63,6 +63,8 @@ from ._text import JsonLimitError
 from .read import loads_match, match_from_dict
 from .stream import JsonLineError, JsonRecord, read_jsonl
 from .write import (
+    clean_line,
+    clean_place,
     clean_report_line,
     dumps_match,
     json_line,
@@ -76,6 +78,8 @@ __all__ = [
     "JsonLineError",
     "JsonRecord",
     "JsonRecordError",
+    "clean_line",
+    "clean_place",
     "clean_report_line",
     "dumps_match",
     "json_line",

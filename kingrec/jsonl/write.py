@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from ..findings import Location, MatchReport
 
 __all__ = [
+    "clean_line",
+    "clean_place",
     "clean_report_line",
     "dumps_match",
     "json_line",
@@ -73,9 +75,13 @@ def clean_report_line(match_id: str, location: Location, deals: int) -> str:
     every clean Validate with one): the strings through the same encoder, the keys in the
     order ``MatchReport.to_dict`` gives them."""
     short = len(location.file) <= _CACHED_FILE
-    mid = _UTF8.encode(match_id)
-    place = _clean_place(location) if short else _clean_place.__wrapped__(location)
-    text = f'{{"type":"match","match_id":{mid},{place}{deals:d},"findings":[]}}'
+    return clean_line(match_id, (_clean_place if short else clean_place)(location), deals)
+
+
+def clean_line(match_id: str, place: str, deals: int) -> str:
+    """``clean_report_line`` of a report whose place is ``place`` (``clean_place`` of its
+    location): for a caller that keeps the places it writes again and again."""
+    text = f'{{"type":"match","match_id":{_UTF8.encode(match_id)},{place}{deals:d},"findings":[]}}'
     if not text.isascii():  # as json_line escapes it
         text = _RAW_UNSAFE.sub(_escape_char, text)
     return text
@@ -84,8 +90,7 @@ def clean_report_line(match_id: str, location: Location, deals: int) -> str:
 _CACHED_FILE = 256  # places kept at most this long: the cache's size stays small
 
 
-@lru_cache(maxsize=64)  # a few names at a time: the records' files, the service's clients'
-def _clean_place(location: Location) -> str:
+def clean_place(location: Location) -> str:
     """The keys of a clean report's line between its id and its count of deals."""
     keys = [f'"file":{_UTF8.encode(location.file)}']
     for key in ("frame", "offset", "line"):
@@ -93,6 +98,10 @@ def _clean_place(location: Location) -> str:
         if value is not None:
             keys.append(f'"{key}":{int(value):d}')
     return ",".join(keys) + ',"valid":true,"deals":'
+
+
+# A few places at a time: the records' files, the service's clients'.
+_clean_place = lru_cache(maxsize=64)(clean_place)
 
 
 def report_object(report: MatchReport) -> dict[str, Any]:
