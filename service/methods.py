@@ -148,7 +148,7 @@ def guard(handler: Handler, method: str, token: bytes | None = None) -> Handler:
                     _authorize(context, token)
                 if streaming_in:
                     request = _checked(request)
-                elif type(request) is _Undecodable:  # (most calls: a single test, no call)
+                elif type(request) is _Undecodable:  # bytes grpc could not decode (_decoder)
                     raise BadRequestError(request.error)
                 return await inner(request, context)
             except (grpc.aio.AbortError, grpc.aio.UsageError):
