@@ -218,9 +218,7 @@ def _prepare(
     keys = _keys(keep, next_key)
     if building is not None and keep == _building_keep(building):
         built = building.result()
-    else:
-        if building is not None:
-            wait([building])  # built for other records: dropped (its failure with it)
+    else:  # none in flight, or built of other records: dropped (with its failure, if any)
         built = _columns(batch, keep, keys, builder)
     tables, rulesets = _with_twin(batch, keys, built)
     ids = tables["matches"].column("match_id").to_pylist()
