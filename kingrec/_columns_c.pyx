@@ -13,10 +13,12 @@ the twin (``add`` answers -1), so the rows never differ.
 """
 
 from cpython.buffer cimport PyBuffer_FillInfo
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.bytes cimport (
+    PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromStringAndSize, PyBytes_GET_SIZE,
+)
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc, PyMem_RawRealloc
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy, memset
+from libc.string cimport memcmp, memcpy, memset
 
 from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, uchar
@@ -28,7 +30,9 @@ from kingrec._wire cimport (
 from kingrec.store.packed import PACKED
 from kingrec.store.schema import RECORD_CHUNK
 
-__all__ = ["ColumnBuilder"]
+__all__ = ["BUILDS_WITHOUT_GIL", "ColumnBuilder"]
+
+BUILDS_WITHOUT_GIL = True  # add_many lets go of the GIL while it builds (rows.py: its twin's)
 
 # -- growing buffers ------------------------------------------------------------------------
 
@@ -76,40 +80,44 @@ cdef extern from *:
     void kr_unmap(char* p, Py_ssize_t n) noexcept nogil
 
 
-cdef char* block_new(Py_ssize_t cap) except NULL:
-    cdef char* p = kr_map(cap) if cap >= HUGE else <char*>PyMem_Malloc(cap)
+# The blocks come from the raw allocator (thread-safe without the GIL): ``add_many`` fills
+# the columns with the GIL let go of.
+cdef char* block_new(Py_ssize_t cap) except NULL nogil:
+    cdef char* p = kr_map(cap) if cap >= HUGE else <char*>PyMem_RawMalloc(cap)
     if p == NULL:
-        raise MemoryError()
+        with gil:
+            raise MemoryError()
     return p
 
 
-cdef char* block_resized(char* p, Py_ssize_t cap, Py_ssize_t new_cap) except NULL:
+cdef char* block_resized(char* p, Py_ssize_t cap, Py_ssize_t new_cap) except NULL nogil:
     """The block ``p`` of ``cap`` bytes (NULL: none yet) grown to ``new_cap``, its bytes kept."""
     cdef char* q
     if new_cap < HUGE:
-        q = <char*>PyMem_Realloc(p, new_cap)
+        q = <char*>PyMem_RawRealloc(p, new_cap)
     elif cap >= HUGE:
         q = kr_remap(p, cap, new_cap)
     else:  # crossing into mapped blocks: its bytes moved over once
         q = kr_map(new_cap)
         if q != NULL and p != NULL:
             memcpy(q, p, cap)
-            PyMem_Free(p)
+            PyMem_RawFree(p)
     if q == NULL:
-        raise MemoryError()
+        with gil:
+            raise MemoryError()
     return q
 
 
-cdef void block_free(char* p, Py_ssize_t cap) noexcept:
+cdef void block_free(char* p, Py_ssize_t cap) noexcept nogil:
     if p == NULL:
         return
     if cap >= HUGE:
         kr_unmap(p, cap)
     else:
-        PyMem_Free(p)
+        PyMem_RawFree(p)
 
 
-cdef int grow(Buf* b, Py_ssize_t more) except -1:
+cdef int grow(Buf* b, Py_ssize_t more) except -1 nogil:
     cdef Py_ssize_t cap
     if b.n + more <= b.cap:
         return 0
@@ -191,32 +199,32 @@ cdef Column hand_over(Buf* b):
     return column
 
 
-cdef inline void u8(Buf* b, uint8_t v) noexcept:
+cdef inline void u8(Buf* b, uint8_t v) noexcept nogil:
     b.p[b.n] = <char>v
     b.n += 1
 
 
-cdef inline void u16(Buf* b, uint16_t v) noexcept:
+cdef inline void u16(Buf* b, uint16_t v) noexcept nogil:
     memcpy(b.p + b.n, &v, 2)
     b.n += 2
 
 
-cdef inline void u32v(Buf* b, uint32_t v) noexcept:
+cdef inline void u32v(Buf* b, uint32_t v) noexcept nogil:
     memcpy(b.p + b.n, &v, 4)
     b.n += 4
 
 
-cdef inline void i32(Buf* b, int32_t v) noexcept:
+cdef inline void i32(Buf* b, int32_t v) noexcept nogil:
     memcpy(b.p + b.n, &v, 4)
     b.n += 4
 
 
-cdef inline void u64(Buf* b, uint64_t v) noexcept:
+cdef inline void u64(Buf* b, uint64_t v) noexcept nogil:
     memcpy(b.p + b.n, &v, 8)
     b.n += 8
 
 
-cdef inline void i64(Buf* b, int64_t v) noexcept:
+cdef inline void i64(Buf* b, int64_t v) noexcept nogil:
     memcpy(b.p + b.n, &v, 8)
     b.n += 8
 
@@ -298,7 +306,7 @@ cdef Fact F_CARDS = _fact("trick_code", "cards"), F_TRICK = _fact("trick_code", 
 cdef Fact F_LEADER = _fact("trick_code", "leader"), F_WINNER = _fact("trick_code", "winner")
 cdef Fact F_UNITS = _fact("trick_code", "units")
 
-cdef inline uint64_t put(Fact f, uint64_t value) noexcept:
+cdef inline uint64_t put(Fact f, uint64_t value) noexcept nogil:
     return (value & f.mask) << f.low
 
 
@@ -309,7 +317,8 @@ cdef class _Rules:
         self.r = params
 
 
-cdef int _run(Buf* codes, Buf* ends, uint64_t code, Py_ssize_t rows, Py_ssize_t before) except -1:
+cdef int _run(Buf* codes, Buf* ends, uint64_t code, Py_ssize_t rows,
+              Py_ssize_t before) except -1 nogil:
     """A run of ``code`` ending at row ``rows`` (run-end encoding), if it has a row."""
     if rows == before:
         return 0
@@ -339,6 +348,12 @@ cdef class ColumnBuilder:
     cdef dict index  # raw ruleset bytes -> its index in rulesets
     cdef public list rulesets
     cdef list params  # index -> _Rules or None
+    # The last ruleset met (``_remember``): most files repeat one in every match.
+    cdef int last_which  # its index in rulesets, -1: none yet
+    cdef bytes last_key  # its raw bytes, held alive for last_raw
+    cdef const char* last_raw
+    cdef Py_ssize_t last_len
+    cdef const CoreRules* last_rules
 
     def __cinit__(self):
         memset(self.fixed, 0, sizeof(self.fixed))
@@ -347,6 +362,8 @@ cdef class ColumnBuilder:
         memset(&self.piece_offsets, 0, sizeof(Buf))
         memset(&self.pieces, 0, sizeof(Buf))
         memset(self.rows, 0, sizeof(self.rows))
+        self.last_which = -1
+        self.last_rules = NULL
 
     def __init__(self, resolver):
         self.resolver = resolver
@@ -374,7 +391,7 @@ cdef class ColumnBuilder:
         i64(&self.piece_offsets, 0)
         return 0
 
-    cdef int _pieces(self, const uchar* p, Py_ssize_t n, uint64_t key) except -1:
+    cdef int _pieces(self, const uchar* p, Py_ssize_t n, uint64_t key) except -1 nogil:
         """The record's bytes as rows of records_base, CHUNK bytes each (one row if empty)."""
         cdef Py_ssize_t start = 0, size
         cdef uint32_t number = 0
@@ -397,7 +414,7 @@ cdef class ColumnBuilder:
         self.rows[5] += count
         return 0
 
-    cdef int _string(self, int which, const uchar* s, Py_ssize_t n) except -1:
+    cdef int _string(self, int which, const uchar* s, Py_ssize_t n) except -1 nogil:
         cdef int32_t end
         grow(&self.data[which], n)
         memcpy(self.data[which].p + self.data[which].n, s, n)
@@ -421,31 +438,95 @@ cdef class ColumnBuilder:
             self.params.append(rules)
         return found
 
-    def add(self, bytes payload, uint64_t match_key):
-        """Append one match's rows; its ruleset's index in ``rulesets``, or -1 when the wire
-        bytes are not what this reader understands (nothing appended: use the twin)."""
-        cdef const uchar* p = <const uchar*>PyBytes_AS_STRING(payload)
-        cdef const uchar* end = p + PyBytes_GET_SIZE(payload)
-        cdef Top top
-        cdef int which
+    cdef int _remember(self, const uchar* raw, Py_ssize_t n) except -1:
+        """Make the ruleset of ``raw`` the last one met: its index and core rules (NULL when
+        it cannot be applied), for ``_one`` to reuse without the GIL while it repeats."""
         cdef _Rules rules
+        self.last_which = self._ruleset(raw, n)
+        self.last_key = self.rulesets[self.last_which]
+        self.last_raw = PyBytes_AS_STRING(self.last_key)
+        self.last_len = PyBytes_GET_SIZE(self.last_key)
+        found = self.params[self.last_which]
+        if found is None:
+            self.last_rules = NULL
+        else:
+            rules = found
+            self.last_rules = &rules.r  # held alive by self.params until take_rulesets
+        return 0
+
+    cdef int _one(self, const uchar* p, Py_ssize_t size, uint64_t key) except -2 nogil:
+        """Append one match's rows (``add``), the GIL taken only for a ruleset other than the
+        last one met; its ruleset's index, or -1 (nothing appended)."""
+        cdef const uchar* end = p + size
+        cdef Top top
         memset(&top, 0, sizeof(top))
         if not _scan(p, end, &top):
             return -1
-        which = self._ruleset(top.ruleset, top.ruleset_len)
-        rules = self.params[which]
-        self._match_row(&top, match_key, which)
-        self._players(p, end, match_key)
-        self._deals(p, end, match_key, rules, &top)
+        if self.last_which < 0 or top.ruleset_len != self.last_len or (
+                top.ruleset_len and memcmp(top.ruleset, self.last_raw, top.ruleset_len) != 0):
+            with gil:
+                self._remember(top.ruleset, top.ruleset_len)
+        self._match_row(&top, key, self.last_which)
+        self._players(p, end, key)
+        self._deals(p, end, key, self.last_rules, &top)
         # the totals were summed while the deals were stored: write them now
         memcpy(self.fixed[M_T0].p + self.fixed[M_T0].n - 4, &top.totals[0], 4)
         memcpy(self.fixed[M_T1].p + self.fixed[M_T1].n - 4, &top.totals[1], 4)
         memcpy(self.fixed[M_T2].p + self.fixed[M_T2].n - 4, &top.totals[2], 4)
         memcpy(self.fixed[M_T3].p + self.fixed[M_T3].n - 4, &top.totals[3], 4)
-        self._pieces(p, end - p, match_key)
+        self._pieces(p, size, key)
+        return self.last_which
+
+    def add(self, bytes payload, uint64_t match_key):
+        """Append one match's rows; its ruleset's index in ``rulesets``, or -1 when the wire
+        bytes are not what this reader understands (nothing appended: use the twin)."""
+        cdef const uchar* p = <const uchar*>PyBytes_AS_STRING(payload)
+        cdef Py_ssize_t size = PyBytes_GET_SIZE(payload)
+        cdef int which
+        with nogil:
+            which = self._one(p, size, match_key)
         return which
 
-    cdef int _match_row(self, Top* top, uint64_t key, int which) except -1:
+    def add_many(self, list payloads, list keys):
+        """``add`` of each payload (bytes) with its key, in order, in one call that lets go of
+        the GIL while it builds (another thread judges, or DuckDB appends, meanwhile); the
+        positions of the payloads this reader left to the twin (nothing appended for them).
+        One thread at a time may fill a builder."""
+        cdef Py_ssize_t i, n = len(payloads), nleft = 0
+        cdef const uchar** at
+        cdef Py_ssize_t* sizes
+        cdef uint64_t* codes
+        cdef Py_ssize_t* left
+        if len(keys) != n:
+            raise ValueError(f"add_many: {n} payloads but {len(keys)} keys")
+        for payload in payloads:
+            if not PyBytes_CheckExact(payload):
+                raise TypeError(f"add_many: payloads are bytes, not {type(payload).__name__}")
+        at = <const uchar**>PyMem_RawMalloc(sizeof(uchar*) * n + 1)
+        sizes = <Py_ssize_t*>PyMem_RawMalloc(sizeof(Py_ssize_t) * n + 1)
+        codes = <uint64_t*>PyMem_RawMalloc(sizeof(uint64_t) * n + 1)
+        left = <Py_ssize_t*>PyMem_RawMalloc(sizeof(Py_ssize_t) * n + 1)
+        try:
+            if at == NULL or sizes == NULL or codes == NULL or left == NULL:
+                raise MemoryError()
+            for i in range(n):
+                codes[i] = keys[i]  # before any row: a bad key appends nothing
+                at[i] = <const uchar*>PyBytes_AS_STRING(payloads[i])
+                sizes[i] = PyBytes_GET_SIZE(payloads[i])
+            # ``payloads`` (the caller's list, which this call holds) keeps every byte alive.
+            with nogil:
+                for i in range(n):
+                    if self._one(at[i], sizes[i], codes[i]) < 0:
+                        left[nleft] = i
+                        nleft += 1
+            return [left[i] for i in range(nleft)]
+        finally:
+            PyMem_RawFree(at)
+            PyMem_RawFree(sizes)
+            PyMem_RawFree(codes)
+            PyMem_RawFree(left)
+
+    cdef int _match_row(self, Top* top, uint64_t key, int which) except -1 nogil:
         cdef int i
         for i in range(M_KEY, M_T3 + 1):
             grow(&self.fixed[i], 8)
@@ -466,7 +547,7 @@ cdef class ColumnBuilder:
         self.rows[0] += 1
         return 0
 
-    cdef int _players(self, const uchar* p, const uchar* end, uint64_t key) except -1:
+    cdef int _players(self, const uchar* p, const uchar* end, uint64_t key) except -1 nogil:
         cdef uint64_t field, v
         cdef int wt
         cdef const uchar* s
@@ -489,8 +570,8 @@ cdef class ColumnBuilder:
                 skip_field(&p, end, wt)
         return 0
 
-    cdef int _deals(self, const uchar* p, const uchar* end, uint64_t key, _Rules rules,
-                    Top* top) except -1:
+    cdef int _deals(self, const uchar* p, const uchar* end, uint64_t key, const CoreRules* r,
+                    Top* top) except -1 nogil:
         cdef uint64_t field
         cdef int wt
         cdef const uchar* s
@@ -503,13 +584,13 @@ cdef class ColumnBuilder:
                 length_delimited(&p, end, &s, &n)
                 number += 1
                 parse_deal(s, s + n, &d)  # _scan checked that it parses
-                self._deal(&d, key, number, NULL if rules is None else &rules.r, top)
+                self._deal(&d, key, number, r, top)
             else:
                 skip_field(&p, end, wt)
         return 0
 
     cdef int _deal(self, DealMsg* d, uint64_t key, int number, const CoreRules* r,
-                   Top* top) except -1:
+                   Top* top) except -1 nogil:
         cdef DealState state
         cdef int i, seat, card, code, contract, trump = -1, position, trick_no, s
         cdef int cards[4]
@@ -644,7 +725,7 @@ cdef class ColumnBuilder:
         return 0
 
     cdef int _trick(self, DealState* state, uint64_t deal_code, int trick_no,
-                    int* cards, int contract, int64_t unit, uint64_t* plays) except -1:
+                    int* cards, int contract, int64_t unit, uint64_t* plays) except -1 nogil:
         cdef int winner = state.winners[trick_no - 1]
         cdef int units = core.trick_units(cards, 4, trick_no - 1, contract)
         cdef int leader = (winner - core.trick_winner(cards, 4, state.trump)) & 3
@@ -692,6 +773,10 @@ cdef class ColumnBuilder:
         self.index = {}
         self.rulesets = []
         self.params = []
+        self.last_which = -1  # the indices start again
+        self.last_key = None
+        self.last_raw = NULL
+        self.last_rules = NULL
         return met
 
 

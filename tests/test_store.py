@@ -164,6 +164,39 @@ def test_the_deal_code_of_plays_and_tricks_comes_once_per_deal_and_goes_in_run_e
             assert counts == {deal: n for deal, n in played.items() if n}
 
 
+def test_add_many_builds_what_add_builds_one_record_at_a_time(twins: _twins.Twins) -> None:
+    # add_many is how an ingest fills a builder (one call a batch, off the GIL when
+    # compiled); records the compiled reader does not understand are left out, by position.
+    payloads = [m.SerializeToString() for m in _edge_matches()]
+    payloads.insert(3, b"\xff\xff not a match")
+    keys = list(range(10, 10 + len(payloads)))
+    one = twins.columns.ColumnBuilder(_core_params)
+    pairs = enumerate(zip(payloads, keys, strict=True))
+    left_by_one = [i for i, (p, k) in pairs if i == 3 or one.add(p, k) < 0]
+    many = twins.columns.ColumnBuilder(_core_params)
+    readable = payloads if twins is _twins.COMPILED else payloads[:3] + payloads[4:]
+    left = many.add_many(readable, keys if twins is _twins.COMPILED else keys[:3] + keys[4:])
+    assert left == (left_by_one if twins is _twins.COMPILED else [])
+    assert many.take_rulesets() == one.take_rulesets()
+    got, want = arrow_tables(many.take()), arrow_tables(one.take())
+    for table in want:
+        assert got[table].to_pylist() == want[table].to_pylist(), table
+
+
+def test_add_many_refuses_what_is_not_a_payload_and_a_key_each_and_appends_nothing(
+    twins: _twins.Twins,
+) -> None:
+    payload = _edge_matches()[0].SerializeToString()
+    builder = twins.columns.ColumnBuilder(_core_params)
+    with pytest.raises(ValueError, match="2 payloads but 1 keys"):
+        builder.add_many([payload, payload], [1])
+    with pytest.raises((TypeError, OverflowError)):
+        builder.add_many([payload, payload], [1, -1])  # no key below 0
+    with pytest.raises(TypeError, match="bytes"):
+        builder.add_many([payload, bytearray(payload)], [1, 2])
+    assert all(t.num_rows == 0 for t in arrow_tables(builder.take()).values())
+
+
 def test_a_builder_filled_batch_after_batch_gives_each_batch_the_tables_of_a_new_one(
     twins: _twins.Twins,
 ) -> None:

@@ -6,6 +6,7 @@ by wrapping the one function that writes a transaction."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import threading
 from collections.abc import Callable, Iterator
@@ -19,9 +20,12 @@ import pytest
 from kingrec.container import KrecWriter
 from kingrec.errors import StoreWriteAbortedError
 from kingrec.findings import Location
+from kingrec.records import open_records
 from kingrec.rules import preset
 from kingrec.simulate import simulate_match
 from kingrec.store import Store, pipeline
+from kingrec.store import ingest as ingest_module
+from kingrec.store import store as store_module
 from kingrec.store.ingest import Batch, write_prepared
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
@@ -142,6 +146,94 @@ def test_a_batch_lets_go_of_its_tables_as_soon_as_its_transaction_is_over(
                 assert prepared.tables == {}
                 assert prepared.deals == 8 * 8 and len(prepared.verdicts) == 8
         assert store.count("deals") == 8 * 8
+
+
+# Every table of a store (the views are made of these).
+TABLES = ("matches", "players", "deals_base", "tricks_base", "plays_base", "findings",
+          "records_base", "damage", "deal_par", "play_costs", "cards", "kingrec_meta")  # fmt: skip
+
+
+def _awkward_file(path: Path) -> Path:
+    """Short matches with, among them, an invalid record (stored, flagged), a record over a
+    bound and one that is no match (rejected by the judge), a copy of an earlier record (a
+    duplicate) and a damaged frame: batches of 5 meet each kind."""
+    broken = pb.Match()
+    broken.CopyFrom(MATCHES[12])
+    plays = bytearray(broken.deals[0].plays)
+    plays[0], plays[2] = plays[2], plays[0]
+    broken.deals[0].plays = bytes(plays)
+    over = pb.Match()
+    over.CopyFrom(MATCHES[13])
+    for _ in range(300):
+        over.deals.add()
+    good = _payloads(MATCHES[:12])
+    payloads = [*good[:4], broken.SerializeToString(), over.SerializeToString(), *good[4:8],
+                good[0], b"\xff\xff not a match", *good[8:]]  # fmt: skip
+    with KrecWriter.open(path) as writer:
+        frames = [writer.write(payload) for payload in payloads]
+    damaged = bytearray(path.read_bytes())
+    damaged[frames[-2].offset + 20] ^= 0xFF  # a byte of the payload: its checksum fails
+    path.write_bytes(bytes(damaged))
+    return path
+
+
+def _table_rows(store: Store, table: str) -> list[str]:
+    """A table's rows as a sorted multiset, ``ingested_at`` left out (the time of the run)."""
+    names = [r[0] for r in store.con.execute(f"DESCRIBE {table}").fetchall()]
+    kept = ", ".join(f'"{n}"' for n in names if n not in ("ingested_at", "analysed_at"))
+    return sorted(repr(row) for row in store.con.execute(f"SELECT {kept} FROM {table}").fetchall())
+
+
+def test_a_pipelined_ingest_stores_what_one_batch_at_a_time_stores_table_by_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pipeline builds each batch in its builder thread while the judge reads it, betting
+    # that the judge rejects none of the records not yet stored; where it does reject one,
+    # the batch is built again without it. Either way the store holds, in all its tables,
+    # what storing the same batches one by one (judge, then build, one thread) holds.
+    path = _awkward_file(tmp_path / "awkward.krec")
+    built_in: list[str] = []
+    columns = ingest_module._columns
+
+    def spy(*args: Any) -> Any:
+        built_in.append(threading.current_thread().name)
+        return columns(*args)
+
+    monkeypatch.setattr(ingest_module, "_columns", spy)
+    with Store.open(str(tmp_path / "piped.duckdb")) as piped:
+        summary = piped.ingest_file(str(path), batch_matches=5)
+        assert (summary.stored, summary.stored_invalid, summary.duplicates) == (11, 1, 1)
+        assert (summary.rejected, summary.damaged) == (2, 1)
+        want = {table: _table_rows(piped, table) for table in TABLES}
+    builder_thread = [name for name in built_in if name.startswith("kingrec-ingest-builder")]
+    assert len(builder_thread) == 3  # every batch (of 15 readable records) built there first
+    assert len(built_in) - len(builder_thread) == 2  # the two with a rejected record again
+    with Store.open(str(tmp_path / "one.duckdb")) as one, open_records(str(path)) as records:
+        for batch in store_module._batches(records, 5):
+            one._store(batch, None)
+        for table in TABLES:
+            assert _table_rows(one, table) == want[table], table
+    assert len(want["matches"]) == 12 and len(want["damage"]) == 3
+
+
+def test_an_ingest_pauses_the_garbage_collector_and_leaves_it_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "m.krec"
+    with KrecWriter.open(path) as writer:
+        for m in MATCHES[:6]:
+            writer.write_match(m)
+    during: list[bool] = []
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        assert gc.isenabled()
+        store.ingest_file(
+            str(path), batch_matches=2, progress=lambda _: during.append(gc.isenabled())
+        )
+        assert during == [False, False, False] and gc.isenabled()
+        gc.disable()  # a caller's choice is kept
+        try:
+            store.ingest_file(str(path))
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
 
 
 # -- through the server's Upload ---------------------------------------------------------------

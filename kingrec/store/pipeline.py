@@ -1,10 +1,11 @@
 """The pipelined ingest: a batch judged and built while the batches before it are written.
 
 ``kingrec ingest`` (``Store.ingest_file``) and the server's Upload gateway both store through
-an ``IngestPipeline``: ``submit`` prepares a batch in the calling thread (judge, build its
-Arrow tables) and hands it to one of ``WRITERS`` threads, each writing a transaction on a
-connection of its own: DuckDB lets go of the GIL while it appends, and while one transaction
-waits on the disk at its commit the next one appends.
+an ``IngestPipeline``: ``submit`` prepares a batch (the calling thread judges it while a
+builder thread, off the GIL, builds its Arrow tables) and hands it to one of ``WRITERS``
+threads, each writing a transaction on a connection of its own: DuckDB lets go of the GIL
+while it appends, and while one transaction waits on the disk at its commit the next one
+appends.
 
 Transactions commit in the order their batches were submitted, and a batch commits only once
 every batch before it has: a batch is prepared against the ones still in flight (their
@@ -59,6 +60,7 @@ class IngestPipeline:
         for cursor in self._all:
             self._cursors.put(cursor)
         self._writer = ThreadPoolExecutor(WRITERS, thread_name_prefix="kingrec-ingest-writer")
+        self._helper = ThreadPoolExecutor(1, thread_name_prefix="kingrec-ingest-builder")
         self._writing: deque[tuple[Future[None], Prepared]] = deque()
         self._closed = False
         self.failure: BaseException | None = None
@@ -81,6 +83,7 @@ class IngestPipeline:
             twins=self._twins,
             pending=pending,
             builder=self._builder,
+            helper=self._helper,
         )
         self._next_key += prepared.stored
         if len(self._writing) == WRITERS:
@@ -120,6 +123,7 @@ class IngestPipeline:
                 self.failure = self.failure or _outcome(done)
         finally:
             self._writer.shutdown(wait=True)
+            self._helper.shutdown(wait=True)
             for cursor in [self._lookups, *self._all]:
                 cursor.close()
             # Keys were taken ahead of failed batches: the store reads its next key anew.

@@ -22,7 +22,11 @@ from ..v1 import record_pb2 as pb
 from .packed import pack
 from .schema import RECORD_CHUNK
 
-__all__ = ["ColumnBuilder"]
+__all__ = ["BUILDS_WITHOUT_GIL", "ColumnBuilder"]
+
+# Whether ``add_many`` lets go of the GIL (the compiled twin's does): only then is a batch
+# worth building in another thread while it is judged.
+BUILDS_WITHOUT_GIL = False
 
 NONE8 = 255  # the null sentinel of a UTINYINT column
 END_UNPLAYABLE = 6
@@ -139,6 +143,20 @@ class ColumnBuilder:
             self._str["records_base"]["bytes"].append(payload[start : start + RECORD_CHUNK])
             self._rows["records_base"] += 1
         return which
+
+    def add_many(self, payloads: list[bytes], keys: list[int]) -> list[int]:
+        """``add`` of each payload with its key, in order; the positions of those left to the
+        twin (none: this is the twin every record can be left to)."""
+        if len(keys) != len(payloads):
+            raise ValueError(f"add_many: {len(payloads)} payloads but {len(keys)} keys")
+        for payload in payloads:  # refused before any row, as the compiled twin does
+            if type(payload) is not bytes:
+                raise TypeError(f"add_many: payloads are bytes, not {type(payload).__name__}")
+        if any(not 0 <= key < 1 << 64 for key in keys):
+            raise OverflowError("add_many: a key is not a 64-bit unsigned number")
+        for payload, key in zip(payloads, keys, strict=True):
+            self.add(payload, key)
+        return []
 
     def _deal(
         self, deal: pb.Deal, key: int, number: int, rules: Ruleset | None

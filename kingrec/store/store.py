@@ -7,6 +7,8 @@ again completes it with nothing stored twice.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -178,7 +180,11 @@ class Store:
         began = time.perf_counter()
         # A batch is prepared (judged, built) while the ones before it are written (see
         # kingrec.store.pipeline); the first failed write stops the ingest.
-        with open_records(path) as records, IngestPipeline(self, twins) as pipeline:
+        with (
+            _collector_paused(),
+            open_records(path) as records,
+            IngestPipeline(self, twins) as pipeline,
+        ):
             summary.files += 1
             for batch in _batches(records, batch_matches):
                 for damage in batch.damage:
@@ -295,6 +301,20 @@ class Store:
         for key, *player in rows:
             out[key].append((player[0], player[1], player[2], player[3]))
         return out
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused, then as it was: an ingest makes millions
+    of short-lived objects and next to no cycles, and each collection walks every live
+    object of the process (estimated at ~0.1 µs a deal; not measured on its own)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _batches(records: RecordFile, size: int) -> Iterator[Batch]:
