@@ -14,8 +14,8 @@ from libc.string cimport memset
 
 from kingrec._core cimport (
     ALL_CARDS, EL_ALMAZ, END_PLAYING, F_MUST_OVERTRUMP, F_RAISE_ON_TRUMP_LEAD,
-    F_TRUMP_LEAD_BREAK, F_WITHHOLDING, KOZ, PENALTY, SON_IKI, SUIT, SUIT_OF, DealState,
-    deal_legal, deal_push, high_card, highest_of_suit, low_card, popcount, to_play,
+    F_TRUMP_LEAD_BREAK, F_VOID_DISCARD, F_WITHHOLDING, KOZ, PENALTY, SON_IKI, SUIT, SUIT_OF,
+    DealState, deal_legal, deal_push, high_card, highest_of_suit, low_card, popcount, to_play,
     trick_winner,
 )
 
@@ -342,6 +342,36 @@ cdef class ParSearch:
         if above:
             return most
         return -1
+
+    cdef bint _ducks_every_lead(self, const DealState* d, uint64_t* read) noexcept nogil:
+        """``_par_py.ParSearch._ducks_every_lead``: whether the hero, another seat on lead,
+        can lose every trick left; then ``read`` gets the suits it compared."""
+        cdef int seat = self.seat, suit
+        cdef uint64_t hero = d.held[seat], penalty = self.penalty, mine, theirs, suits = 0
+        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
+                                | d.held[(seat + 3) & 3])
+        cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0, exposed
+        if d.leader == seat:
+            return False
+        for suit in range(4):
+            mine = hero & SUIT[suit]
+            theirs = others & SUIT[suit]
+            if not mine or not theirs:
+                continue
+            suits |= SUIT[suit]
+            exposed = (mine & penalty) != 0 and (mine & ~penalty) > (
+                mine & penalty & (~(mine & penalty) + 1))
+            if forced and exposed:
+                if high_card(mine) > low_card(theirs):
+                    return False
+                continue
+            while mine and theirs:
+                if (mine & (~mine + 1)) > (theirs & (~theirs + 1)):
+                    return False
+                mine &= mine - 1
+                theirs &= theirs - 1
+        read[0] = suits
+        return True
 
     cdef int _dumps(self, const DealState* d, uint64_t suit_mask, int skip) noexcept nogil:
         """``_par_py.ParSearch._this_trick``'s dumps: the three others but the hero and
@@ -861,6 +891,8 @@ cdef class ParSearch:
                 if value >= 0:
                     self.relevant = self._ranked_out_ranks(d, value == 0)
                     return value
+                if self._ducks_every_lead(d, &self.relevant):
+                    return 0  # _par_py.ParSearch._ducks_every_lead: every trick left lost
                 if near:
                     self._this_trick(d, most, &low, &high)  # _par_py.ParSearch._this_trick
                     if low >= beta or high <= alpha:

@@ -54,6 +54,7 @@ from .._engine_types import (
     F_MUST_OVERTRUMP,
     F_RAISE_ON_TRUMP_LEAD,
     F_TRUMP_LEAD_BREAK,
+    F_VOID_DISCARD,
     F_WITHHOLDING,
 )
 from ..cards import SUIT_MASKS
@@ -315,6 +316,51 @@ class ParSearch:
         if above:
             return most
         return -1
+
+    def _ducks_every_lead(self, deal: Deal) -> int:
+        """Penalty contracts, another seat on lead at a trick boundary: when the hero can lose
+        every trick left (0 units from here), the suits whose ranks say so, as a card mask
+        (every card of each suit both the hero and the others hold); else -1.
+
+        Suit by suit, with the hero's cards of the suit h1 < h2 < ... and the others' o1 < o2
+        < ..., it is enough that h_i < o_i for each i (so h1 < o1). The hero never wins, so
+        never leads, and answers each trick led in a suit it holds with its highest card below
+        the highest on the trick (the lead is one of the o's, so h1 is below it), void with
+        the top card of any suit: it loses every trick. Each step keeps h_i < o_i: if the
+        highest card so far is o_j, the hero holds at least j cards below it and gives up the
+        highest of them, h_m with m >= j, so for i >= m the new i-th card h_{i+1} is below
+        o_{i+1}, the new i-th of the others' (o_j is gone); a card of the others' leaving
+        only moves their rest up, and a top card of the hero's leaving moves nothing.
+        When the rules choose the hero's card (withholding: a penalty card below the highest
+        on the trick; void discard: a penalty card, or in rıfkı a heart, which the hero picks
+        from the top) they take that same card, unless one of its penalty cards lies below
+        one of its other cards of the suit: such a suit must have every card of the hero's
+        below every one of the others' (o1 above h_top), which any card leaving keeps.
+        Neither rule can put a penalty card below another card again, so the test holds for
+        every trick left."""
+        seat, held, penalty = self.seat, deal.held, self.penalty
+        if deal.leader == seat:
+            return -1
+        hero = held[seat]
+        others = held[(seat + 1) % 4] | held[(seat + 2) % 4] | held[(seat + 3) % 4]
+        forced = self.flags & (F_WITHHOLDING | F_VOID_DISCARD)
+        read = 0
+        for suit_mask in SUIT_MASKS:
+            mine, theirs = hero & suit_mask, others & suit_mask
+            if not mine or not theirs:
+                continue
+            read |= suit_mask
+            exposed = mine & penalty and mine & ~penalty > _lowest(mine & penalty)
+            if forced and exposed:
+                if mine.bit_length() > _lowest(theirs).bit_length():
+                    return -1  # a card of the hero's above one of theirs
+                continue
+            while mine and theirs:
+                if _lowest(mine) > _lowest(theirs):
+                    return -1  # h_i above o_i: the others may make the hero win
+                mine &= mine - 1
+                theirs &= theirs - 1
+        return read
 
     def _this_trick(self, deal: Deal, most: int) -> tuple[int, int]:
         """Penalty contracts, at a trick boundary: a floor and a ceiling on the hero's units
@@ -723,6 +769,10 @@ class ParSearch:
                 if ranked >= 0:
                     self.relevant = self._ranked_out_ranks(deal, ranked == 0)
                     return ranked  # the ranks settle the rest: nothing more, or every unit left
+                ducked = self._ducks_every_lead(deal)
+                if ducked >= 0:
+                    self.relevant = ducked  # the suits it compared, whole
+                    return 0  # the hero can lose every trick left
                 floor, ceiling = self._this_trick(deal, most) if near else (0, most)
                 if floor >= beta or ceiling <= alpha:
                     # _this_trick reads the ranks of the suits the leader may lead alone
