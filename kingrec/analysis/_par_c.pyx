@@ -115,6 +115,34 @@ cdef inline uint64_t winning_rank(const int* trick, int trump) noexcept nogil:
     return <uint64_t>1 << winner if rivals > 1 else 0
 
 
+cdef inline bint ducks_all(uint64_t hero, uint64_t others, uint64_t penalty, bint forced,
+                           uint64_t* read) noexcept nogil:
+    """``_par_py._ducks_all``: whether the hero can lose every trick left, another seat on
+    lead; then ``read`` gets the suits it compared."""
+    cdef uint64_t mine, theirs, suits = 0
+    cdef int suit
+    cdef bint exposed
+    for suit in range(4):
+        mine = hero & SUIT[suit]
+        theirs = others & SUIT[suit]
+        if not mine or not theirs:
+            continue
+        suits |= SUIT[suit]
+        exposed = (mine & penalty) != 0 and (mine & ~penalty) > (
+            mine & penalty & (~(mine & penalty) + 1))
+        if forced and exposed:
+            if high_card(mine) > low_card(theirs):
+                return False
+            continue
+        while mine and theirs:
+            if (mine & (~mine + 1)) > (theirs & (~theirs + 1)):
+                return False
+            mine &= mine - 1
+            theirs &= theirs - 1
+    read[0] = suits
+    return True
+
+
 cdef inline uint64_t suits_of(uint64_t cards) noexcept nogil:
     """``_par_py._suits_of``."""
     cdef uint64_t out = 0
@@ -344,33 +372,49 @@ cdef class ParSearch:
         return -1
 
     cdef bint _ducks_every_lead(self, const DealState* d, uint64_t* read) noexcept nogil:
-        """``_par_py.ParSearch._ducks_every_lead``: whether the hero, another seat on lead,
-        can lose every trick left; then ``read`` gets the suits it compared."""
-        cdef int seat = self.seat, suit
-        cdef uint64_t hero = d.held[seat], penalty = self.penalty, mine, theirs, suits = 0
+        """``_par_py.ParSearch._ducks_every_lead``: whether the hero can lose every trick
+        left; then ``read`` gets the suits it compared."""
+        cdef int seat = self.seat, suit, k, i, f, high
+        cdef uint64_t hero = d.held[seat], penalty = self.penalty, suit_mask, beater, theirs
+        cdef uint64_t under, lead, legal, table = 0
         cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
                                 | d.held[(seat + 3) & 3])
-        cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0, exposed
-        if d.leader == seat:
+        cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0, lost
+        if d.ntrick == 0:
+            if d.leader != seat:
+                return ducks_all(hero, others, penalty, forced, read)
+            legal = deal_legal(d)
+            for suit in range(4):
+                suit_mask = SUIT[suit]
+                beater = 0
+                for k in range(1, 4):
+                    theirs = d.held[(seat + k) & 3] & suit_mask
+                    if theirs & (~theirs + 1) > beater:
+                        beater = theirs & (~theirs + 1)
+                under = hero & legal & suit_mask & (beater - 1) if beater else 0
+                if under:
+                    lead = <uint64_t>1 << high_card(under)
+                    if ducks_all(hero ^ lead, others, penalty, forced, read):
+                        read[0] |= suit_mask
+                        return True
             return False
-        for suit in range(4):
-            mine = hero & SUIT[suit]
-            theirs = others & SUIT[suit]
-            if not mine or not theirs:
-                continue
-            suits |= SUIT[suit]
-            exposed = (mine & penalty) != 0 and (mine & ~penalty) > (
-                mine & penalty & (~(mine & penalty) + 1))
-            if forced and exposed:
-                if high_card(mine) > low_card(theirs):
-                    return False
-                continue
-            while mine and theirs:
-                if (mine & (~mine + 1)) > (theirs & (~theirs + 1)):
-                    return False
-                mine &= mine - 1
-                theirs &= theirs - 1
-        read[0] = suits
+        suit_mask = SUIT[SUIT_OF[d.trick[0]]]
+        if (seat - d.leader) & 3 < d.ntrick:  # the hero has played: it must have lost
+            high = highest_of_suit(d.trick, d.ntrick, SUIT_OF[d.trick[0]])
+            lost = d.trick[(seat - d.leader) & 3] != high
+            for i in range(d.ntrick, 4):
+                f = (d.leader + i) & 3
+                theirs = d.held[f] & suit_mask
+                if theirs & (~theirs + 1) > <uint64_t>1 << high:
+                    lost = True
+            if not lost or not ducks_all(hero, others, penalty, forced, read):
+                return False
+        else:
+            for i in range(d.ntrick):
+                table |= <uint64_t>1 << d.trick[i]
+            if not ducks_all(hero, others | table, penalty, forced, read):
+                return False
+        read[0] |= suit_mask
         return True
 
     cdef int _dumps(self, const DealState* d, uint64_t suit_mask, int skip) noexcept nogil:
@@ -840,6 +884,8 @@ cdef class ParSearch:
                 return low
             if high <= alpha:
                 return high
+        if d.ntrick and not self.hero_wants_units and self._ducks_every_lead(d, &self.relevant):
+            return 0  # _par_py.ParSearch._ducks_every_lead: every trick left lost
         if d.ntrick == 0 and d.ntricks == 12:
             child = d[0]
             for i in range(4):
