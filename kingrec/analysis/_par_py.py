@@ -20,6 +20,8 @@ it fast, and none of it changes a value:
   elsewhere (``_trump_tricks``); in the penalty contracts, a hero whose every card is below
   all the others' cards of its suit wins no trick left (0), and one whose every card is
   above them all, holding every suit they could lead to it, wins every trick and unit left;
+  one that can duck every lead (its i-th lowest card of each suit below the others' i-th
+  lowest) wins none either (``_ducks_every_lead``);
   and the trick about to be played or on the table bounds the hero's units either way
   (``_this_trick``, ``_in_trick``: a trick the three can make it win, one it can surely
   lose);
@@ -330,6 +332,8 @@ class ParSearch:
         ``_ducks_all`` of the hands; the hero yet to play, ``_ducks_all`` with the cards on
         the table counted as the others' (the highest of the suit led so far is one of the
         others' cards the proof ducks under; more cards of theirs only make the test harder).
+        What it answers names whole suits (the table's proof allows that): the ones compared,
+        and the suit led or the one the hero leads a loser of.
         """
         seat, held, trick, penalty = self.seat, deal.held, deal.trick, self.penalty
         hero = held[seat]
