@@ -5,6 +5,7 @@ answer."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from types import ModuleType
 
 import pytest
@@ -12,7 +13,7 @@ from test_par import _exhaustive, _random_ending
 
 from kingrec import _twins
 from kingrec.analysis import _par_py
-from kingrec.cards import SPADES, SUIT_MASKS, parse_cards
+from kingrec.cards import DIAMONDS, SPADES, SUIT_MASKS, parse_cards
 from kingrec.contracts import Contract
 from kingrec.rules import preset
 
@@ -245,3 +246,95 @@ def test_a_king_and_queen_of_trumps_under_the_ace_win_one_trick_at_once(
     search = par_twin.ParSearch(Contract.KOZ, SPADES, flags)
     assert search.units_left(0, held, 1, [], played, 11) == 1
     assert search.nodes == 2  # one node per null-window pass
+
+
+def test_a_hero_able_to_duck_every_lead_takes_nothing_as_plain_minimax_says() -> None:
+    # Penalty contracts of every preset and house variant: whenever each of the hero's cards
+    # of a suit lies below the others' card of the same place from the bottom (and, where
+    # withholding or a forced discard could choose its card, a suit with a penalty card under
+    # another card lies wholly below theirs), the hero takes nothing more. Held to minimax
+    # at trick starts (another seat on lead, past what "every card below all of theirs"
+    # settles; the hero on lead with a card some seat must beat) and inside tricks (the
+    # hero's card beaten, or the hero yet to play).
+    rng = random.Random(2026)
+    seen: Counter[str] = Counter()
+    for _ in range(8000):
+        deal, _rules = _random_ending(rng, rng.choice((1, 2, 3)))
+        if deal.contract == Contract.KOZ:
+            continue
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        most = search._units_in_play(deal)
+        if most == 0:
+            continue
+        for seat in range(4):
+            search.seat = seat
+            if search._ducks_every_lead(deal) < 0:
+                continue
+            assert _exhaustive(deal, seat) == 0, (deal.held, deal.trick, deal.contract, seat)
+            if deal.trick:
+                played = (seat - deal.leader) % 4 < len(deal.trick)
+                seen["the hero's card beaten" if played else "the hero yet to play"] += 1
+            elif deal.leader == seat:
+                seen["the hero on lead"] += 1
+            elif search._ranked_out(deal, most) != 0:
+                seen["another seat on lead"] += 1
+        if len(seen) == 4 and min(seen.values()) >= 25:
+            break
+    assert len(seen) == 4 and min(seen.values()) >= 25, seen
+
+
+def test_a_hero_on_lead_with_a_card_some_seat_must_beat_then_ducks_the_rest(
+    par_twin: ModuleType,
+) -> None:
+    # El almaz, three tricks left, seat 0 leads. Its ♠5 is under both of seat 1's spades:
+    # led, it loses; then its ♦2 ♦9 lie place by place under the others' ♦3 ♦T, and it
+    # ducks both diamond tricks (the ♦9 beats the ♦3, so not all below all). Par 0, settled
+    # at the root.
+    held, played = _ending(("5S 2D 9D", "9S KS 4C", "3D 2C 5C", "TD 3C 6C"))
+    flags = CLASSIC.deal_flags(Contract.EL_ALMAZ)
+    search = _par_py.ParSearch(Contract.EL_ALMAZ, -1, flags)
+    search.seat = 0
+    deal = _par_py._position(held, 0, [], played, 10, Contract.EL_ALMAZ, -1, flags)
+    assert search._ranked_out(deal, 3) == -1
+    assert search._ducks_every_lead(deal) == SUIT_MASKS[SPADES] | SUIT_MASKS[DIAMONDS]
+    values, nodes = _values(par_twin, Contract.EL_ALMAZ, held, 0, played)
+    assert values[0] == 0 and nodes[0] == 1
+
+
+def test_a_hero_to_play_under_the_card_led_ducks_the_trick_and_the_rest(
+    par_twin: ModuleType,
+) -> None:
+    # El almaz: seat 0 has led the ♦3. Seat 1's ♦2 ♦9 lie under the ♦3 on the table and seat
+    # 2's ♦T, place by place: it plays the ♦2 now, the ♦9 under the ♦T or on the clubs it
+    # lacks later, and wins nothing. Settled at once.
+    hands = ("5C", "2D 9D", "TD 2C", "3C 4C")
+    assert _on_the_table(par_twin, Contract.EL_ALMAZ, hands, "3D", 1) == (0, 1)
+
+
+def test_a_hero_holding_a_lower_card_for_each_of_theirs_escapes_el_almaz_at_once(
+    par_twin: ModuleType,
+) -> None:
+    # El almaz, two tricks left, seat 0 leads. Seat 1's ♠2 and ♠9 lie under seat 0's ♠3 and
+    # ♠T, place by place (not all below all: the ♠9 beats the ♠3): led the ♠3 it plays the
+    # ♠2, led the ♠T the ♠9, and it never wins a trick. Settled at the root.
+    held, played = _ending(("3S TS", "2S 9S", "2C 3C", "4C 5C"))
+    search = _par_py.ParSearch(Contract.EL_ALMAZ, -1, CLASSIC.deal_flags(Contract.EL_ALMAZ))
+    search.seat = 1
+    deal = _par_py._position(held, 0, [], played, 11, Contract.EL_ALMAZ, -1, search.flags)
+    assert search._ranked_out(deal, 2) == -1
+    assert search._ducks_every_lead(deal) == SUIT_MASKS[SPADES]
+    values, nodes = _values(par_twin, Contract.EL_ALMAZ, held, 0, played)
+    assert values[1] == 0 and nodes[1] == 1
+
+
+def test_a_penalty_card_under_the_heros_own_card_needs_its_suit_wholly_below_theirs() -> None:
+    # Kız, seat 0 leads. Seat 1's spades ♠2 ♠Q ♠A lie place by place under the others' ♠3
+    # ♠K (the ♠A has no partner). But its ♠Q lies under its ♠A, and the rules may choose the
+    # ♠Q (a forced discard on the clubs it lacks, withholding under the ♠K), keeping the ♠A:
+    # under the classic rules the suit must lie wholly below theirs, which the ♠A fails.
+    held, played = _ending(("4C 3S 9D", "2S QS AS", "KS 2C 5D", "QH 3C 6D"))
+    for flags, expected in ((CLASSIC.deal_flags(Contract.KIZ), -1), (0, SUIT_MASKS[SPADES])):
+        search = _par_py.ParSearch(Contract.KIZ, -1, flags)
+        search.seat = 1
+        deal = _par_py._position(held, 0, [], played, 10, Contract.KIZ, -1, flags)
+        assert search._ducks_every_lead(deal) == expected

@@ -14,8 +14,8 @@ from libc.string cimport memset
 
 from kingrec._core cimport (
     ALL_CARDS, EL_ALMAZ, END_PLAYING, F_MUST_OVERTRUMP, F_RAISE_ON_TRUMP_LEAD,
-    F_TRUMP_LEAD_BREAK, F_WITHHOLDING, KOZ, PENALTY, SON_IKI, SUIT, SUIT_OF, DealState,
-    deal_legal, deal_push, high_card, highest_of_suit, low_card, popcount, to_play,
+    F_TRUMP_LEAD_BREAK, F_VOID_DISCARD, F_WITHHOLDING, KOZ, PENALTY, SON_IKI, SUIT, SUIT_OF,
+    DealState, deal_legal, deal_push, high_card, highest_of_suit, low_card, popcount, to_play,
     trick_winner,
 )
 
@@ -113,6 +113,34 @@ cdef inline uint64_t winning_rank(const int* trick, int trump) noexcept nogil:
         if SUIT_OF[trick[i]] == SUIT_OF[winner]:
             rivals += 1
     return <uint64_t>1 << winner if rivals > 1 else 0
+
+
+cdef inline bint ducks_all(uint64_t hero, uint64_t others, uint64_t penalty, bint forced,
+                           uint64_t* read) noexcept nogil:
+    """``_par_py._ducks_all``: whether the hero can lose every trick left, another seat on
+    lead; then ``read`` gets the suits it compared."""
+    cdef uint64_t mine, theirs, suits = 0
+    cdef int suit
+    cdef bint exposed
+    for suit in range(4):
+        mine = hero & SUIT[suit]
+        theirs = others & SUIT[suit]
+        if not mine or not theirs:
+            continue
+        suits |= SUIT[suit]
+        exposed = (mine & penalty) != 0 and (mine & ~penalty) > (
+            mine & penalty & (~(mine & penalty) + 1))
+        if forced and exposed:
+            if high_card(mine) > low_card(theirs):
+                return False
+            continue
+        while mine and theirs:
+            if (mine & (~mine + 1)) > (theirs & (~theirs + 1)):
+                return False
+            mine &= mine - 1
+            theirs &= theirs - 1
+    read[0] = suits
+    return True
 
 
 cdef inline uint64_t suits_of(uint64_t cards) noexcept nogil:
@@ -342,6 +370,52 @@ cdef class ParSearch:
         if above:
             return most
         return -1
+
+    cdef bint _ducks_every_lead(self, const DealState* d, uint64_t* read) noexcept nogil:
+        """``_par_py.ParSearch._ducks_every_lead``: whether the hero can lose every trick
+        left; then ``read`` gets the suits it compared."""
+        cdef int seat = self.seat, suit, k, i, f, high
+        cdef uint64_t hero = d.held[seat], penalty = self.penalty, suit_mask, beater, theirs
+        cdef uint64_t under, lead, legal, table = 0
+        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
+                                | d.held[(seat + 3) & 3])
+        cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0, lost
+        if d.ntrick == 0:
+            if d.leader != seat:
+                return ducks_all(hero, others, penalty, forced, read)
+            legal = deal_legal(d)
+            for suit in range(4):
+                suit_mask = SUIT[suit]
+                beater = 0
+                for k in range(1, 4):
+                    theirs = d.held[(seat + k) & 3] & suit_mask
+                    if theirs & (~theirs + 1) > beater:
+                        beater = theirs & (~theirs + 1)
+                under = hero & legal & suit_mask & (beater - 1) if beater else 0
+                if under:
+                    lead = <uint64_t>1 << high_card(under)
+                    if ducks_all(hero ^ lead, others, penalty, forced, read):
+                        read[0] |= suit_mask
+                        return True
+            return False
+        suit_mask = SUIT[SUIT_OF[d.trick[0]]]
+        if (seat - d.leader) & 3 < d.ntrick:  # the hero has played: it must have lost
+            high = highest_of_suit(d.trick, d.ntrick, SUIT_OF[d.trick[0]])
+            lost = d.trick[(seat - d.leader) & 3] != high
+            for i in range(d.ntrick, 4):
+                f = (d.leader + i) & 3
+                theirs = d.held[f] & suit_mask
+                if theirs & (~theirs + 1) > <uint64_t>1 << high:
+                    lost = True
+            if not lost or not ducks_all(hero, others, penalty, forced, read):
+                return False
+        else:
+            for i in range(d.ntrick):
+                table |= <uint64_t>1 << d.trick[i]
+            if not ducks_all(hero, others | table, penalty, forced, read):
+                return False
+        read[0] |= suit_mask
+        return True
 
     cdef int _dumps(self, const DealState* d, uint64_t suit_mask, int skip) noexcept nogil:
         """``_par_py.ParSearch._this_trick``'s dumps: the three others but the hero and
@@ -810,6 +884,8 @@ cdef class ParSearch:
                 return low
             if high <= alpha:
                 return high
+        if d.ntrick and not self.hero_wants_units and self._ducks_every_lead(d, &self.relevant):
+            return 0  # _par_py.ParSearch._ducks_every_lead: every trick left lost
         if d.ntrick == 0 and d.ntricks == 12:
             child = d[0]
             for i in range(4):
@@ -861,6 +937,8 @@ cdef class ParSearch:
                 if value >= 0:
                     self.relevant = self._ranked_out_ranks(d, value == 0)
                     return value
+                if self._ducks_every_lead(d, &self.relevant):
+                    return 0  # _par_py.ParSearch._ducks_every_lead: every trick left lost
                 if near:
                     self._this_trick(d, most, &low, &high)  # _par_py.ParSearch._this_trick
                     if low >= beta or high <= alpha:

@@ -20,6 +20,8 @@ it fast, and none of it changes a value:
   elsewhere (``_trump_tricks``); in the penalty contracts, a hero whose every card is below
   all the others' cards of its suit wins no trick left (0), and one whose every card is
   above them all, holding every suit they could lead to it, wins every trick and unit left;
+  one that can duck every lead (its i-th lowest card of each suit below the others' i-th
+  lowest) wins none either (``_ducks_every_lead``);
   and the trick about to be played or on the table bounds the hero's units either way
   (``_this_trick``, ``_in_trick``: a trick the three can make it win, one it can surely
   lose);
@@ -54,6 +56,7 @@ from .._engine_types import (
     F_MUST_OVERTRUMP,
     F_RAISE_ON_TRUMP_LEAD,
     F_TRUMP_LEAD_BREAK,
+    F_VOID_DISCARD,
     F_WITHHOLDING,
 )
 from ..cards import SUIT_MASKS
@@ -315,6 +318,53 @@ class ParSearch:
         if above:
             return most
         return -1
+
+    def _ducks_every_lead(self, deal: Deal) -> int:
+        """Penalty contracts: when the hero can lose every trick left (0 units from here), the
+        suits whose ranks say so, as a card mask (every card of each suit compared); else -1.
+
+        At a trick boundary with another seat on lead, it is ``_ducks_all`` of the hands. The
+        hero on lead may first lead a card some seat must beat (all its cards of the suit
+        higher: it loses that trick, and the others' cards leaving only help), the highest
+        such card of a suit (the fewer and lower the hero's cards, the easier the test), and
+        then needs ``_ducks_all`` without it. Inside a trick, the hero's card already beaten
+        or sure to be (a seat to come holding only higher cards of the suit), it needs
+        ``_ducks_all`` of the hands; the hero yet to play, ``_ducks_all`` with the cards on
+        the table counted as the others' (the highest of the suit led so far is one of the
+        others' cards the proof ducks under; more cards of theirs only make the test harder).
+        What it answers names whole suits (the table's proof allows that): the ones compared,
+        and the suit led or the one the hero leads a loser of.
+        """
+        seat, held, trick, penalty = self.seat, deal.held, deal.trick, self.penalty
+        hero = held[seat]
+        others = held[(seat + 1) % 4] | held[(seat + 2) % 4] | held[(seat + 3) % 4]
+        forced = bool(self.flags & (F_WITHHOLDING | F_VOID_DISCARD))
+        if not trick:
+            if deal.leader != seat:
+                return _ducks_all(hero, others, penalty, forced)
+            legal = deal.legal()
+            for suit_mask in SUIT_MASKS:
+                beater = max(_lowest(held[(seat + k) % 4] & suit_mask) for k in (1, 2, 3))
+                under = hero & legal & suit_mask & (beater - 1) if beater else 0
+                if under:
+                    lead = 1 << (under.bit_length() - 1)
+                    read = _ducks_all(hero ^ lead, others, penalty, forced)
+                    if read >= 0:
+                        return read | suit_mask
+            return -1
+        suit_mask = SUIT_MASKS[trick[0] // 13]
+        place = (seat - deal.leader) % 4
+        if place < len(trick):  # the hero has played: it must have lost the trick
+            high = _highest_of(trick, trick[0] // 13)
+            later = [(deal.leader + i) % 4 for i in range(len(trick), 4)]
+            if 1 << trick[place] == high and not any(
+                _lowest(held[f] & suit_mask) > high for f in later
+            ):
+                return -1
+            read = _ducks_all(hero, others, penalty, forced)
+        else:
+            read = _ducks_all(hero, others | sum(1 << c for c in trick), penalty, forced)
+        return read | suit_mask if read >= 0 else -1
 
     def _this_trick(self, deal: Deal, most: int) -> tuple[int, int]:
         """Penalty contracts, at a trick boundary: a floor and a ceiling on the hero's units
@@ -686,6 +736,11 @@ class ParSearch:
                 return floor  # the three can give the hero this trick's units
             if ceiling <= alpha:
                 return ceiling  # the hero can send this trick's units elsewhere
+        if deal.trick and not self.hero_wants_units:
+            ducked = self._ducks_every_lead(deal)
+            if ducked >= 0:
+                self.relevant = ducked  # the suits it compared, whole
+                return 0  # the hero can lose every trick left
         key: tuple[int, ...] | None = None
         codes: tuple[int, ...] = ()
         started = narrowed = 0
@@ -723,6 +778,10 @@ class ParSearch:
                 if ranked >= 0:
                     self.relevant = self._ranked_out_ranks(deal, ranked == 0)
                     return ranked  # the ranks settle the rest: nothing more, or every unit left
+                ducked = self._ducks_every_lead(deal)
+                if ducked >= 0:
+                    self.relevant = ducked  # the suits it compared, whole
+                    return 0  # the hero can lose every trick left
                 floor, ceiling = self._this_trick(deal, most) if near else (0, most)
                 if floor >= beta or ceiling <= alpha:
                     # _this_trick reads the ranks of the suits the leader may lead alone
@@ -893,6 +952,45 @@ def _level(key: tuple[int, ...], pattern: tuple[tuple[int, int], ...]) -> int:
         ):
             return level
     return 0
+
+
+def _ducks_all(hero: int, others: int, penalty: int, forced: bool) -> int:
+    """Penalty contracts, another seat on lead: whether the hero holding ``hero`` can lose
+    every trick left to the others holding ``others``; the suits it compared (every card of
+    each suit both hold), or -1. ``forced``: withholding or a forced discard is in force.
+
+    Suit by suit, with the hero's cards of the suit h1 < h2 < ... and the others' o1 < o2
+    < ..., it is enough that h_i < o_i for each i (so h1 < o1). The hero never wins, so never
+    leads, and answers each trick led in a suit it holds with its highest card below the
+    highest on the trick (the lead is one of the o's, so h1 is below it), void with the top
+    card of any suit: it loses every trick. Each step keeps h_i < o_i: if the highest card so
+    far is o_j, the hero holds at least j cards below it and gives up the highest of them,
+    h_m with m >= j, so for i >= m the new i-th card h_{i+1} is below o_{i+1}, the new i-th
+    of the others' (o_j is gone); a card of the others' leaving only moves their rest up,
+    and a top card of the hero's leaving moves nothing. When the rules choose the hero's
+    card (withholding: a penalty card below the highest on the trick; void discard: a
+    penalty card, or in rıfkı a heart, which the hero picks from the top) they take that
+    same card, unless one of its penalty cards lies below one of its other cards of the
+    suit: such a suit must have every card of the hero's below every one of the others' (o1
+    above h_top), which any card leaving keeps. Neither rule can put a penalty card below
+    another card again, so the test holds for every trick left."""
+    read = 0
+    for suit_mask in SUIT_MASKS:
+        mine, theirs = hero & suit_mask, others & suit_mask
+        if not mine or not theirs:
+            continue
+        read |= suit_mask
+        exposed = mine & penalty and mine & ~penalty > _lowest(mine & penalty)
+        if forced and exposed:
+            if mine.bit_length() > _lowest(theirs).bit_length():
+                return -1  # a card of the hero's above one of theirs
+            continue
+        while mine and theirs:
+            if _lowest(mine) > _lowest(theirs):
+                return -1  # h_i above o_i: the others may make the hero win
+            mine &= mine - 1
+            theirs &= theirs - 1
+    return read
 
 
 def _suits_of(cards: int) -> int:
