@@ -334,13 +334,13 @@ cdef inline uchar* put_raw(uchar* w, bytes data) except NULL:
     return w + n
 
 
-cdef uchar* put_head(uchar* w, object form, bytes digits, uint64_t seconds) except NULL:
-    """Fields 1..3 of a simulated match (``kingrec.simulate._head``) from ``form``'s parts:
-    ``lead`` (field 1), the id (``id_prefix`` then the seed's ``digits``), the metadata
-    (``event``, start_time ``seconds``, ``clients``, the tag ``tag_key`` = ``digits``,
-    ``direction``), the submessages' lengths counted first."""
-    cdef bytes prefix = form.id_prefix, event = form.event, clients = form.clients
-    cdef bytes key = form.tag_key, direction = form.direction
+cdef uchar* put_head(uchar* w, tuple parts, bytes digits, uint64_t seconds) except NULL:
+    """Fields 1..3 of a simulated match (``kingrec.simulate._head``) from a ``RecordForm``'s
+    ``parts`` (``_head_parts``): ``lead`` (field 1), the id (``id_prefix`` then the seed's
+    ``digits``), the metadata (``event``, start_time ``seconds``, ``clients``, the tag
+    ``tag_key`` = ``digits``, ``direction``), the submessages' lengths counted first."""
+    cdef bytes lead, prefix, event, clients, key, direction
+    lead, prefix, event, clients, key, direction = parts
     cdef Py_ssize_t nd = len(digits), nkey = len(key)
     cdef Py_ssize_t nid = len(prefix) + nd
     cdef Py_ssize_t stamp = 1 + varint_size(seconds)
@@ -349,7 +349,7 @@ cdef uchar* put_head(uchar* w, object form, bytes digits, uint64_t seconds) exce
         len(event) + 1 + varint_size(stamp) + stamp + len(clients)
         + 1 + varint_size(entry) + entry + len(direction)
     )
-    w = put_raw(w, form.lead)  # 1 format_version
+    w = put_raw(w, lead)  # 1 format_version
     w[0] = 0x12  # 2 match_id
     w = put_raw(put_raw(put_varint(w + 1, nid), prefix), digits)
     w[0] = 0x1A  # 3 metadata
@@ -365,6 +365,16 @@ cdef uchar* put_head(uchar* w, object form, bytes digits, uint64_t seconds) exce
     w[0] = 0x12
     w = put_raw(put_varint(w + 1, nd), digits)
     return put_raw(w, direction)  # 7 direction
+
+
+cdef tuple _head_parts(object form):
+    """The head's byte parts of a ``RecordForm``, each checked to be bytes."""
+    cdef bytes lead = form.lead, prefix = form.id_prefix, event = form.event
+    cdef bytes clients = form.clients, key = form.tag_key, direction = form.direction
+    parts = (lead, prefix, event, clients, key, direction)
+    if None in parts or form.fixed is None:
+        raise TypeError("a RecordForm's parts are bytes")
+    return parts
 
 
 cdef object seed_of_str(str text):
@@ -408,13 +418,11 @@ cdef class TailWriter:
         """The whole record of the plain match played from each of ``seeds``, in a list: what
         ``kingrec.simulate.RecordSimulator.record`` gives for each, written here in one pass
         per match with no Python object but the record (``form``: a ``RecordForm``)."""
+        cdef tuple parts = _head_parts(form)  # read once: the buffer is sized by them
         cdef bytes fixed = form.fixed
         cdef bytes digits
         cdef object epoch = form.epoch, span = form.span
-        cdef Py_ssize_t base = (
-            len(form.lead) + len(form.id_prefix) + len(form.event) + len(form.clients)
-            + len(form.tag_key) + len(form.direction) + len(fixed) + 96
-        )
+        cdef Py_ssize_t base = sum([len(part) for part in parts]) + len(fixed) + 96
         cdef size_t room = 0, need
         cdef uchar* buf = NULL
         cdef uchar* grown
@@ -431,7 +439,7 @@ cdef class TailWriter:
                     if grown == NULL:
                         raise MemoryError()
                     buf, room = grown, need
-                w = put_head(buf, form, digits, <uint64_t>(epoch + seed % span))
+                w = put_head(buf, parts, digits, <uint64_t>(epoch + seed % span))
                 w = put_raw(w, fixed)
                 w = put_tail(&m, w)
                 out.append(PyBytes_FromStringAndSize(<char*>buf, w - buf))

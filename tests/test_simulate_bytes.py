@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -114,6 +115,18 @@ def test_the_compiled_records_refuse_a_seed_that_is_no_int() -> None:
     records = RecordSimulator(PRESETS["short"], twins=COMPILED)
     with pytest.raises(TypeError, match="a seed is an int"):
         records.records([1, "2"])  # type: ignore[list-item]
+
+
+@needs_compiled
+@pytest.mark.parametrize("part", ["event", "tag_key", "fixed"])
+@pytest.mark.parametrize("bad", [None, "text"])
+def test_the_compiled_records_refuse_a_form_whose_part_is_no_bytes(part: str, bad: object) -> None:
+    assert COMPILED is not None
+    records = RecordSimulator(PRESETS["short"], twins=COMPILED)
+    changes: dict[str, Any] = {part: bad}
+    form = records._form._replace(**changes)
+    with pytest.raises(TypeError):
+        records._tails.records([1], True, form)
 
 
 def test_a_seed_that_is_no_int_is_refused_by_the_compiled_writer() -> None:
