@@ -5,9 +5,9 @@ Run ``python bench/bench_simulate.py`` (``--help`` for the options). In one run 
 * the per-layer breakdown in this process, one core, in µs per deal, for the two ways a
   .krec record is made: the **message** path (the bots' ``PlayedDeal`` tuples, a
   ``kingrec.v1.Match`` built from them and serialized: what ``kingrec simulate`` did before)
-  and the **bytes** path (``simulate_match_bytes``: the compiled simulator writes the deals'
-  wire bytes itself). Layers: the match's head (seeds, random streams, metadata, ruleset),
-  bot play, record building, writing the frame;
+  and the **bytes** path (``RecordSimulator.records``: the compiled simulator writes a
+  chunk's whole records itself, framed in one write). Layers: the match's head (seeds,
+  random streams, metadata, ruleset), bot play, record building, writing the frames;
 * ``kingrec simulate --jobs 1 -o *.krec`` end to end, as a user runs it, with the bytes path
   (the command as installed) and with the message path (the same command, its chunk
   function put back to the old one), side by side, and the start-up cost of the command;
@@ -112,28 +112,33 @@ def _message_path(rules: Ruleset, matches: int, sink: KrecWriter, layers: Layers
         layers.deals += len(played)
 
 
+_CHUNK = 64  # matches per chunk, as kingrec.simrun cuts a run
+
+
 def _bytes_path(rules: Ruleset, matches: int, sink: KrecWriter, layers: Layers) -> None:
+    """What ``kingrec simulate`` does now: a chunk's records written whole by the compiled
+    twin (``RecordSimulator.records``: head, fixed fields and deals in one pass), framed and
+    written in one call (``KrecWriter.write_all``)."""
     records = RecordSimulator(rules)
     tails = records._tails
-    fixed = records._fixed
     clock = time.process_time
-    for index in range(matches):
+    for start in range(0, matches, _CHUNK):
         t0 = clock()
-        seed = derive_seed(0, index)
-        head = _head(rules, seed, None).SerializeToString() + fixed
+        seeds = [derive_seed(0, i) for i in range(start, min(start + _CHUNK, matches))]
         t1 = clock()
-        tails.bot_play(seed, True)  # the bots alone (from the seeds), nothing kept
+        for seed in seeds:  # the bots alone (from the seeds), nothing kept
+            tails.bot_play(seed, True)
         t2 = clock()
-        payload = head + tails.tail(seed, True)  # the same again, writing the bytes
+        payloads = records.records(seeds)  # the same again, writing the records
         t3 = clock()
-        sink.write(payload)
+        sink.write_all(payloads)
         t4 = clock()
         s = layers.seconds
         s["head"] += t1 - t0
         s["bot play"] += t2 - t1
-        s["record"] += (t3 - t2) - (t2 - t1)  # the tail less the bots' share
+        s["record"] += (t3 - t2) - (t2 - t1)  # the records less the bots' share
         s["writing"] += t4 - t3
-        layers.deals += rules.deal_count
+        layers.deals += rules.deal_count * len(seeds)
 
 
 def breakdown(preset: str, matches: int) -> None:
@@ -160,9 +165,10 @@ def breakdown(preset: str, matches: int) -> None:
         f"  deals per CPU second: message {1 / totals[0]:,.0f}, bytes {1 / totals[1]:,.0f} "
         f"({totals[0] / totals[1]:.2f}x)"
     )
-    print("  (head: seeds, metadata, players and ruleset; the bytes path seeds its random")
+    print("  (head: seeds, metadata, players and ruleset; the bytes path derives the seeds")
+    print("   there and writes the rest of the head in C, in its record; it seeds its random")
     print("   streams in C, so they count in its bot play, which is TailWriter.bot_play: the")
-    print("   same deals with nothing recorded; record is TailWriter.tail less that)")
+    print("   same deals with nothing recorded; record is RecordSimulator.records less that)")
 
 
 # -- the command, end to end ----------------------------------------------------------------

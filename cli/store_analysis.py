@@ -55,7 +55,7 @@ def analyse_stored(
     columns = deal_columns("analysing stored deals")
     with (
         user_errors(),
-        Store.open(db or default_path()) as store,
+        Store.open(db or default_path(), create=False) as store,  # a mistyped path: refused
         term.progress(columns, show=term.wants_bar(progress)) as bar,
     ):
         task_id = bar.add_task("deals", total=None)

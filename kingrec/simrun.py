@@ -14,6 +14,7 @@ they end themselves if the parent process disappears (``kill -9``).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from collections.abc import Callable, Generator
@@ -64,8 +65,7 @@ def simulate_chunk(
     """
     rules = PRESETS[preset]
     if fmt == "krec":  # the records' bytes straight from the simulator: no message per deal
-        records = RecordSimulator(rules)
-        out = [records.record(derive_seed(seed, i)) for i in range(start, stop)]
+        out = _records(preset).records([derive_seed(seed, i) for i in range(start, stop)])
         return out, rules.deal_count * len(out)  # a plain match plays every deal
     from . import jsonl  # only here: a .krec run does without it
 
@@ -76,6 +76,12 @@ def simulate_chunk(
         deals += len(match.deals)
         out.append((jsonl.dumps_match(match) + "\n").encode("utf-8"))
     return out, deals
+
+
+@functools.cache
+def _records(preset: str) -> RecordSimulator:
+    """The record simulator of a preset, made once per process (not once per chunk)."""
+    return RecordSimulator(PRESETS[preset])
 
 
 def _bounds(count: int, jobs: int) -> list[tuple[int, int]]:
@@ -154,9 +160,7 @@ def simulate_to_file(
     with atomic_output(path) as out:
         if fmt == "krec":
             writer = KrecWriter(out)
-            return _run(
-                lambda ps: [writer.write(p) for p in ps], preset, count, seed, fmt, jobs, progress
-            )
+            return _run(writer.write_all, preset, count, seed, fmt, jobs, progress)
         return _run(lambda ps: out.write(b"".join(ps)), preset, count, seed, fmt, jobs, progress)
 
 
@@ -173,9 +177,7 @@ def simulate_to_stream(
     """Simulate ``count`` matches onto an open binary stream (standard output, a socket)."""
     if fmt == "krec":
         writer = KrecWriter(stream)
-        summary = _run(
-            lambda ps: [writer.write(p) for p in ps], preset, count, seed, fmt, jobs, progress
-        )
+        summary = _run(writer.write_all, preset, count, seed, fmt, jobs, progress)
     else:
         summary = _run(
             lambda ps: stream.write(b"".join(ps)), preset, count, seed, fmt, jobs, progress

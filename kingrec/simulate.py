@@ -14,7 +14,8 @@ Abandoned matches and penalized revokes are played by the reference only.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
 
 from . import __version__, _sim_py, _twins
 from .boundary import deal_to_proto, ruleset_to_proto
@@ -23,6 +24,7 @@ from .schedule import allowed_contracts
 from .v1 import record_pb2 as pb
 
 __all__ = [
+    "RecordForm",
     "RecordSimulator",
     "allowed_contracts",
     "default_match_id",
@@ -34,6 +36,10 @@ __all__ = [
 
 PLAYER_NAMES = ("Ayşe", "Mehmet", "Zeynep", "Emre")
 _EPOCH = 1_577_836_800  # 2020-01-01T00:00:00Z
+_SPAN = 5 * 365 * 86_400  # start times fall in the five years after _EPOCH
+_EVENT = "simulation"
+_CLIENT = "kingrec-simulate"
+_SEED_TAG = "seed"
 
 
 def default_match_id(rules: Ruleset, seed: int) -> str:
@@ -57,13 +63,53 @@ def _head(rules: Ruleset, seed: int, match_id: str | None) -> pb.Match:
         match_id = default_match_id(rules, seed)
     match = pb.Match(format_version=1, match_id=match_id)
     meta = match.metadata
-    meta.event = "simulation"
-    meta.client_name = "kingrec-simulate"
+    meta.event = _EVENT
+    meta.client_name = _CLIENT
     meta.client_version = __version__
-    meta.start_time.seconds = _EPOCH + seed % (5 * 365 * 86_400)
-    meta.tags["seed"] = str(seed)
+    meta.start_time.seconds = _EPOCH + seed % _SPAN
+    meta.tags[_SEED_TAG] = str(seed)
     meta.direction = pb.DIRECTION_ANTICLOCKWISE
     return match
+
+
+class RecordForm(NamedTuple):
+    """What the records of plain matches under one ruleset share, for writing them whole.
+
+    ``head(seed)`` is fields 1..3 as ``_head`` builds them (the pure-Python twin uses it);
+    the compiled twin writes the same bytes from the parts, each a field (or fields) of the
+    head serialized here by protobuf, around the start time and the seed's digits:
+    ``lead`` (format_version), ``id_prefix`` (the default id before the seed), ``event``,
+    ``clients`` (client name and version), ``tag_key`` (the tag that holds the seed) and
+    ``direction`` of the metadata; start_time is ``epoch + seed % span`` seconds.
+    ``fixed`` is fields 4..6 (players, ruleset, status), the same in every match.
+    """
+
+    head: Callable[[int], bytes]
+    fixed: bytes
+    lead: bytes
+    id_prefix: bytes
+    event: bytes
+    clients: bytes
+    tag_key: bytes
+    direction: bytes
+    epoch: int
+    span: int
+
+
+def _form(rules: Ruleset, fixed: bytes) -> RecordForm:
+    meta = pb.MatchMetadata
+    return RecordForm(
+        head=lambda seed: _head(rules, seed, None).SerializeToString(),
+        fixed=fixed,
+        lead=pb.Match(format_version=1).SerializeToString(),
+        id_prefix=default_match_id(rules, 0).removesuffix("0").encode(),
+        event=meta(event=_EVENT).SerializeToString(),
+        clients=meta(client_name=_CLIENT, client_version=__version__).SerializeToString(),
+        tag_key=_SEED_TAG.encode(),
+        direction=meta(direction=pb.DIRECTION_ANTICLOCKWISE).SerializeToString(),
+        epoch=_EPOCH,
+        span=_SPAN,
+    )
 
 
 def _add_seats_and_rules(match: pb.Match, rules: Ruleset) -> None:
@@ -145,6 +191,8 @@ class RecordSimulator:
     to end: the head (fields 1..3: version, id, metadata) built as ``simulate_match`` builds
     it, the players, ruleset and status (4, 5, 6), serialized once, then the deals and
     totals (8, 9), which the simulator twin plays and writes (``TailWriter``).
+    ``records(seeds)`` gives many at once; the compiled twin writes each whole, its head
+    too (``RecordForm``).
     """
 
     def __init__(
@@ -156,12 +204,18 @@ class RecordSimulator:
         _add_seats_and_rules(fixed, rules)
         self._fixed = fixed.SerializeToString() + _COMPLETE_BYTES
         self._tails = (twins or _twins.ACTIVE).sim.TailWriter(rules)
+        self._form = _form(rules, self._fixed)
 
     def record(self, seed: int, match_id: str | None = None) -> bytes:
         """The record of the match played from ``seed``."""
         head = _head(self.rules, seed, match_id).SerializeToString()
         tail: bytes = self._tails.tail(seed, self.think_times)
         return head + self._fixed + tail
+
+    def records(self, seeds: Iterable[int]) -> list[bytes]:
+        """``[self.record(seed) for seed in seeds]``, the default ids, in one call."""
+        records: list[bytes] = self._tails.records(seeds, self.think_times, self._form)
+        return records
 
 
 def simulate_match_bytes(

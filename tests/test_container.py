@@ -482,6 +482,33 @@ def test_writer_rejects_writes_after_close_and_oversized_payloads() -> None:
         w.write(b"x")
 
 
+def test_writing_many_frames_at_once_writes_what_one_by_one_writes() -> None:
+    payloads = [b"", b"x", bytes(range(256)) * 40, b"\x00" * 7]
+    one, many = io.BytesIO(), io.BytesIO()
+    single = KrecWriter(one)
+    infos = [single.write(p) for p in payloads]
+    batch = KrecWriter(many)
+    batch.write_all(payloads[:2])
+    batch.write_all(payloads[2:])
+    batch.write_all([])
+    assert many.getvalue() == one.getvalue()
+    assert batch.frames_written == single.frames_written == 4
+    assert batch.write(b"next").offset == single.write(b"next").offset
+    assert [i.crc32 for i in infos] == [zlib.crc32(p) for p in payloads]
+
+
+def test_many_frames_with_one_oversized_are_refused_before_any_is_written() -> None:
+    sink = io.BytesIO()
+    w = KrecWriter(sink)
+    with pytest.raises(LimitError, match="MAX_FRAME_BYTES"):
+        w.write_all([b"fine", b"\x00" * (MAX_FRAME_BYTES + 1)])
+    assert sink.getvalue() == MAGIC + b"\x01\x00\x00\x00"
+    assert w.frames_written == 0
+    w.close()
+    with pytest.raises(ValueError, match="closed"):
+        w.write_all([b"x"])
+
+
 # --------------------------------------------------------------------------- hostile input
 
 

@@ -275,6 +275,37 @@ def test_random_state_is_what_the_compiled_twin_takes_over() -> None:
 
 
 @needs_compiled
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32), drawn=st.integers(0, 2 * 624))
+def test_a_random_state_taken_over_at_any_word_continues_alike_in_both_twins(
+    seed: int, drawn: int
+) -> None:
+    # The compiled generator tempers the state's words in bulk: a state handed over partway
+    # through its 624 words (or just used up) must go on exactly as random.Random does.
+    assert COMPILED is not None
+    rng = random.Random(seed)
+    for _ in range(drawn):
+        rng.getrandbits(32)
+    state = rng.getstate()
+    rules = PRESETS["short"]
+    fast = COMPILED.sim.play_match(rules, state, state, 0)
+    slow = PYTHON.sim.play_match(rules, state, state, 0)
+    assert fast == slow
+
+
+@needs_compiled
+@pytest.mark.parametrize("index", [-1, 625, 10**6])
+def test_the_compiled_twin_refuses_a_random_state_whose_index_is_out_of_range(
+    index: int,
+) -> None:
+    assert COMPILED is not None
+    version, internal, gauss_next = random.Random(1).getstate()
+    state = (version, (*internal[:624], index), gauss_next)
+    with pytest.raises(ValueError, match=r"unsupported random\.Random state"):
+        COMPILED.sim.play_match(PRESETS["short"], state, None, 0)
+
+
+@needs_compiled
 def test_compiled_bots_constants_are_the_python_ones() -> None:
     assert COMPILED is not None
     const = COMPILED.sim.CONSTANTS

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +17,7 @@ from kingrec.container import Frame, KrecWriter, read_frames
 from kingrec.contracts import CARD_CONTRACTS, Contract
 from kingrec.rules import PRESETS, DealerRule, FirstDeclarerRule, Ruleset, Schedule
 from kingrec.simrun import simulate_to_file
-from kingrec.simulate import derive_seed, simulate_match, simulate_match_bytes
+from kingrec.simulate import RecordSimulator, derive_seed, simulate_match, simulate_match_bytes
 from kingrec.v1 import record_pb2 as pb
 
 from rulesets import HOUSE
@@ -87,6 +88,45 @@ def test_any_int_seed_is_seeded_in_c_as_random_seeds_it(seed: int) -> None:
     rules = PRESETS["short"]
     fast = simulate_match_bytes(rules, seed, twins=COMPILED)
     assert fast == _old_bytes(rules, seed, PYTHON)
+
+
+@pytest.mark.parametrize("name", sorted(_ALL_VARIANTS))
+def test_records_of_many_seeds_are_each_seeds_built_match_serialized(
+    twins: Twins, name: str
+) -> None:
+    # The compiled twin writes the head (id, metadata) itself: any int seed, however long
+    # its digits (the lengths then take two bytes), negative ones too.
+    rules = _ALL_VARIANTS[name]
+    seeds = [derive_seed(5, i) for i in range(3 if twins is PYTHON else 12)]
+    seeds += [0, 1, -7, 2**63 - 1, 2**64 + 3, 10**300]
+    records = RecordSimulator(rules, twins=twins).records(seeds)
+    assert records == [_old_bytes(rules, seed, twins) for seed in seeds]
+
+
+def test_records_without_think_times_are_the_built_matches_too(twins: Twins) -> None:
+    rules = PRESETS["kahvehane"]
+    records = RecordSimulator(rules, think_times=False, twins=twins).records([3, 4])
+    assert records == [_old_bytes(rules, s, twins, think_times=False) for s in (3, 4)]
+
+
+@needs_compiled
+def test_the_compiled_records_refuse_a_seed_that_is_no_int() -> None:
+    assert COMPILED is not None
+    records = RecordSimulator(PRESETS["short"], twins=COMPILED)
+    with pytest.raises(TypeError, match="a seed is an int"):
+        records.records([1, "2"])  # type: ignore[list-item]
+
+
+@needs_compiled
+@pytest.mark.parametrize("part", ["event", "tag_key", "fixed"])
+@pytest.mark.parametrize("bad", [None, "text"])
+def test_the_compiled_records_refuse_a_form_whose_part_is_no_bytes(part: str, bad: object) -> None:
+    assert COMPILED is not None
+    records = RecordSimulator(PRESETS["short"], twins=COMPILED)
+    changes: dict[str, Any] = {part: bad}
+    form = records._form._replace(**changes)
+    with pytest.raises(TypeError):
+        records._tails.records([1], True, form)
 
 
 def test_a_seed_that_is_no_int_is_refused_by_the_compiled_writer() -> None:

@@ -453,6 +453,19 @@ def test_a_store_from_a_newer_kingrec_is_refused(tmp_path: Path) -> None:
         Store.open(str(tmp_path / "missing.duckdb"), read_only=True)
 
 
+def test_a_store_to_write_that_must_be_there_already_is_refused_and_not_created(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "missing.duckdb"
+    with pytest.raises(StoreError, match=r"no store there \(run kingrec ingest first\)"):
+        Store.open(str(missing), create=False)
+    assert list(tmp_path.iterdir()) == []
+    with Store.open(str(missing)) as store:  # created, as ingest creates it
+        assert not store.read_only
+    with Store.open(str(missing), create=False) as store:  # there now: opened to write
+        assert store.count("matches") == 0 and not store.read_only
+
+
 # The tables of older schemas, as those kingrecs wrote them, rebuilt from today's views.
 _OLD_TABLES = {
     1: {

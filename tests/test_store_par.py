@@ -250,6 +250,27 @@ def test_analyse_db_refuses_files_unnamed_matches_and_unknown_ids_without_a_trac
         assert store.count("deal_par") == 0
 
 
+def test_analyse_db_on_a_path_with_no_store_is_refused_as_stats_refuses_it_and_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    # A mistyped --db made an empty store there and said "analysed 0 deal(s)", exit 0.
+    typo = tmp_path / "gmaes.duckdb"
+    for args in (["--all"], ["--match", "sim-classic-1", "--json"]):
+        result = run("analyse", "--db", str(typo), *args, *NO_CLOCK)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert (
+            result.stderr == f"kingrec: error: {typo}: no store there (run kingrec ingest first)\n"
+        )
+    stats = run("stats", "--db", str(typo))
+    assert stats.returncode == 2 and stats.stderr.endswith(result.stderr.removeprefix("kingrec: "))
+    env = {**os.environ, "KINGREC_DB": str(typo)}  # the default store, missing too
+    default = subprocess.run(
+        [KINGREC, "analyse", "--all", *NO_CLOCK], capture_output=True, text=True, env=env
+    )
+    assert default.returncode == 2 and "no store there" in default.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_analyse_db_says_which_deal_numbers_no_stored_match_has(tmp_path: Path) -> None:
     db, matches = _filled(tmp_path)
     longest = max(len(m.deals) for m in matches)

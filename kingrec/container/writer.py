@@ -5,10 +5,11 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import zlib
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Self
 
+from ..checksum import crc32
 from ..errors import LimitError
 from ..limits import MAX_FRAME_BYTES
 from ..safefile import atomic_output
@@ -27,9 +28,13 @@ from .layout import (
 __all__ = ["KrecWriter"]
 
 
-def _frame_header(payload: bytes) -> bytes:
-    head = struct.pack("<4sII", FRAME_MARKER, len(payload), zlib.crc32(payload))
-    return head + struct.pack("<I", zlib.crc32(head))
+_HEAD = struct.Struct("<4sII")  # the frame header less its own checksum
+_CRC = struct.Struct("<I")
+
+
+def _frame_header(payload: bytes, payload_crc: int) -> bytes:
+    head = _HEAD.pack(FRAME_MARKER, len(payload), payload_crc)
+    return head + _CRC.pack(crc32(head))
 
 
 class _Aborted(Exception):
@@ -76,22 +81,37 @@ class KrecWriter:
     def closed(self) -> bool:
         return self._closed
 
-    def write(self, payload: bytes) -> FrameInfo:
-        """Append one frame holding ``payload``; ``LimitError`` if it is over the frame bound."""
+    def _check(self, payloads: Sequence[bytes]) -> None:
         if self._closed:
             raise ValueError("write to a closed KrecWriter")
-        if len(payload) > MAX_FRAME_BYTES:
-            raise LimitError(
-                f"a frame payload of {len(payload)} bytes is over MAX_FRAME_BYTES, the "
-                f"{MAX_FRAME_BYTES}-byte limit of one frame"
-            )
-        header = _frame_header(payload)
-        info = FrameInfo(self._count, self._offset, len(payload), zlib.crc32(payload))
-        self._file.write(header)
+        for payload in payloads:
+            if len(payload) > MAX_FRAME_BYTES:
+                raise LimitError(
+                    f"a frame payload of {len(payload)} bytes is over MAX_FRAME_BYTES, the "
+                    f"{MAX_FRAME_BYTES}-byte limit of one frame"
+                )
+
+    def write(self, payload: bytes) -> FrameInfo:
+        """Append one frame holding ``payload``; ``LimitError`` if it is over the frame bound."""
+        self._check((payload,))
+        payload_crc = crc32(payload)
+        info = FrameInfo(self._count, self._offset, len(payload), payload_crc)
+        self._file.write(_frame_header(payload, payload_crc))
         self._file.write(payload)
         self._count += 1
         self._offset += FRAME_HEADER_SIZE + len(payload)
         return info
+
+    def write_all(self, payloads: Sequence[bytes]) -> None:
+        """Append one frame per payload, in one write to the file (``write`` for each, without
+        a ``FrameInfo``). ``LimitError`` before anything is written if one is over the bound."""
+        self._check(payloads)
+        parts: list[bytes] = []
+        for payload in payloads:
+            parts += (_frame_header(payload, crc32(payload)), payload)
+        self._file.write(b"".join(parts))
+        self._count += len(payloads)
+        self._offset += FRAME_HEADER_SIZE * len(payloads) + sum(map(len, payloads))
 
     def write_match(self, msg: SerializableMessage) -> FrameInfo:
         """Serialize ``msg`` and append it as one frame."""

@@ -93,11 +93,12 @@ def _config(
 
 
 def connect(
-    path: str, *, read_only: bool = False, external_access: bool = False
+    path: str, *, read_only: bool = False, external_access: bool = False, create: bool = True
 ) -> duckdb.DuckDBPyConnection:
-    """A connection to the store at ``path``, created when new (unless ``read_only``)."""
+    """A connection to the store at ``path``, created when new unless ``read_only`` or not
+    ``create`` (then ``StoreError``: no store there, and nothing is created)."""
     exists = refuse_what_is_not_a_store(path)
-    if read_only and not exists:
+    if not exists and (read_only or not create):
         raise StoreError(f"{path}: no store there (run kingrec ingest first)")
     config = _config(external_access, read_only)
     if not exists:

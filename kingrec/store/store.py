@@ -91,15 +91,20 @@ class Store:
 
     @classmethod
     def open(
-        cls, path: str | None = None, *, read_only: bool = False, external_access: bool = False
+        cls,
+        path: str | None = None,
+        *,
+        read_only: bool = False,
+        external_access: bool = False,
+        create: bool = True,
     ) -> Self:
         """Open the store at ``path`` (default ``$KINGREC_DB`` or ``kingrec.duckdb``),
-        creating it when new unless ``read_only``. ``external_access`` lets SQL reach files
-        (only ``export_parquet`` needs it)."""
+        creating it when new unless ``read_only`` or ``create=False`` (a store to write that
+        must be there already: ``StoreError``, nothing created). ``external_access`` lets SQL
+        reach files (only ``export_parquet`` needs it)."""
         where = path or default_path()
-        return cls(
-            connect(where, read_only=read_only, external_access=external_access), where, read_only
-        )
+        con = connect(where, read_only=read_only, external_access=external_access, create=create)
+        return cls(con, where, read_only)
 
     def close(self) -> None:
         self.con.close()
