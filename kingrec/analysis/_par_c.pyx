@@ -9,7 +9,7 @@ pool of entries is full (the reference's lists never are).
 """
 
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memset
 
 from kingrec._core cimport (
@@ -22,8 +22,11 @@ from kingrec._core cimport (
 __all__ = ["CLOCK_EVERY", "TT_ENTRIES", "ParSearch"]
 
 cdef enum:
-    POOL = 1 << 20  # entries of 72 bytes: 72 MiB per deal being searched (+ 6 MiB index)
-    BUCKETS = 1 << 20  # chains of entries, by the hash of where an entry is filed
+    POOL = 1 << 20  # entries of 72 bytes at most: 72 MiB per deal searched (+ 8 MiB index)
+    # The pool and its index start this small and double as the entries come: most
+    # searches store far fewer than POOL, and a small index stays in the cache (a look
+    # into a 2**20-chain index missed it twice per level: the chain's head, its entry).
+    FIRST_POOL = 1 << 13
     EVERY = 4096  # nodes between two looks at the clock
 
 # _par_py.LEVELS: an entry names at least this many top cards of each suit (all of a
@@ -81,11 +84,11 @@ ctypedef struct Entry:
     # h, suit s at 16 s + 4 h); and 1 | leader << 1 | hero << 3 | the penalty cards out of
     # suit s << 5 + 4 s | the level << 21 (0: an empty entry).
     uint64_t lengths
-    uint64_t rest
+    uint64_t rest  # (| the level-0 profile << 24: where it is filed is part of the match)
     uint64_t top[4]  # the pattern (_par_py._relevant_ranks): per suit the code's top ...
     unsigned char shift[4]  # ... once shifted right by this many bits
     unsigned int next  # the next entry of its chain (0: none; entry 0 is never used)
-    unsigned int chain  # the chain it is on
+    unsigned int hash  # where it is filed, hashed (_chain): its chain at any index size
     unsigned int cost  # the nodes spent finding what it holds (at most 2**32 - 1)
     signed char low
     signed char high
@@ -97,6 +100,11 @@ cdef inline uint64_t mix(uint64_t x) noexcept nogil:
     x *= 0xff51afd7ed558ccdULL
     x ^= x >> 33
     return x
+
+
+cdef inline uint64_t key_hash(const uint64_t* key) noexcept nogil:
+    """A key's hash: where the index says what is filed for it."""
+    return mix(key[0] ^ mix(key[1]))
 
 
 cdef inline bint _sheds_under(uint64_t hand, uint64_t suit_mask, uint64_t penalty,
@@ -176,10 +184,12 @@ cdef class ParSearch:
     cdef unsigned long long by_card[4]
     cdef bint hero_wants_units, aborted
     cdef uint64_t penalty
-    cdef Entry* table  # the pool of entries: 1 .. used - 1 hold something
-    cdef unsigned int* chains  # the first entry of each chain
-    cdef unsigned short* profiles  # by the hash of a key: the level-0 profiles filed
-    cdef unsigned int used, pool
+    cdef Entry* table  # the pool of entries: 1 .. used - 1 hold something, of capacity
+    cdef unsigned int* chains  # the index: the first entry of each chain
+    # by the hash of a key: what is filed for it, bit p for the level-0 profile p and bit
+    # 16 + l for level l (a look skips the chains of the others: each costs a cache miss)
+    cdef unsigned int* present
+    cdef unsigned int used, pool, capacity, mask  # mask: the index's chains - 1
     cdef readonly unsigned long long sweeps  # times the pool was full and swept
     cdef unsigned long long node_limit
     cdef long long deadline
@@ -198,8 +208,10 @@ cdef class ParSearch:
         self.penalty = PENALTY[contract] if 0 <= contract < 8 else 0
         self.table = NULL
         self.chains = NULL
-        self.profiles = NULL
+        self.present = NULL
         self.used = 1
+        self.capacity = 0
+        self.mask = 0
         memset(self.by_card, 0, sizeof(self.by_card))
 
     @property
@@ -210,7 +222,7 @@ cdef class ParSearch:
     def __dealloc__(self):
         free(self.table)
         free(self.chains)
-        free(self.profiles)
+        free(self.present)
 
     def units_left(self, int seat, held, int leader, trick, uint64_t played, int ntricks,
                    unsigned long long node_limit=0, long long deadline_ns=0, clock=None,
@@ -222,12 +234,8 @@ cdef class ParSearch:
         if not 0 <= seat <= 3 or not 0 <= leader <= 3 or n > 3:
             raise ValueError("seat and leader are 0..3, and a trick on the table has 0..3 cards")
         self.seat = seat
-        if self.table == NULL:
-            self.table = <Entry*>calloc(self.pool, sizeof(Entry))
-            self.chains = <unsigned int*>calloc(BUCKETS, sizeof(unsigned int))
-            self.profiles = <unsigned short*>calloc(BUCKETS, sizeof(unsigned short))
-            if self.table == NULL or self.chains == NULL or self.profiles == NULL:
-                raise MemoryError("no memory for the par search's table")
+        if self.table == NULL and not self._grow():
+            raise MemoryError("no memory for the par search's table")
         memset(&d, 0, sizeof(DealState))
         for i in range(4):
             d.held[i] = held[i]
@@ -485,16 +493,15 @@ cdef class ParSearch:
 
     cdef void _key(self, const DealState* d, uint64_t* key, uint64_t* codes) noexcept nogil:
         """``_par_py.ParSearch._key``: key[0] the lengths, key[1] the rest (see Entry)."""
-        cdef int suit, s
-        cdef uint64_t code, out, top, owner
+        cdef int suit
+        cdef uint64_t code, out, top, owner, penalties
         key[0] = 0
         key[1] = 1 | <uint64_t>d.leader << 1 | <uint64_t>self.seat << 3
         for suit in range(4):
             out = SUIT[suit] & ~d.played
-            for s in range(4):
-                key[0] |= <uint64_t>popcount(d.held[s] & SUIT[suit]) << (16 * suit + 4 * s)
-            key[1] |= <uint64_t>popcount(out & self.penalty) << (5 + 4 * suit)
-            code = 0
+            code = penalties = 0
+            # the lengths and penalty cards counted card by card with the code (the build
+            # has no popcount instruction: each popcount is a call)
             while out:
                 top = <uint64_t>1 << high_card(out)
                 if d.held[0] & top:
@@ -505,14 +512,20 @@ cdef class ParSearch:
                     owner = 2
                 else:
                     owner = 3
-                code = code << 3 | owner << 1 | (1 if self.penalty & top else 0)
+                key[0] += <uint64_t>1 << (16 * suit + 4 * owner)
+                if self.penalty & top:
+                    code = code << 3 | owner << 1 | 1
+                    penalties += 1
+                else:
+                    code = code << 3 | owner << 1
                 out ^= top
+            key[1] |= penalties << (5 + 4 * suit)
             codes[suit] = code
 
     cdef unsigned int _chain(self, const uint64_t* key, int level, int profile,
                              const uint64_t* codes) noexcept nogil:
-        """``_par_py._filed``, hashed: the chain of the entries of ``level`` (and
-        ``profile`` at level 0)."""
+        """``_par_py._filed``, hashed: where the entries of ``level`` (and ``profile`` at
+        level 0) are; their chain is this hash & ``mask``."""
         cdef uint64_t h = key[1] | <uint64_t>level << 21 | <uint64_t>profile << 24
         cdef int suit, count, keep
         for suit in range(4):
@@ -523,7 +536,7 @@ cdef class ParSearch:
                 keep = 1 if profile >> suit & 1 and count else 0
             # an odd multiplier per suit, so that the suits' tops do not cancel out
             h ^= (codes[suit] >> (3 * (count - keep))) * SUIT_MIX[suit]
-        return <unsigned int>(mix(key[0] ^ mix(h)) & (BUCKETS - 1))
+        return <unsigned int>mix(key[0] ^ mix(h))
 
     cdef bint _find(self, const uint64_t* key, const uint64_t* codes, uint64_t played,
                     int alpha, int beta, int* low, int* high, int* move,
@@ -535,15 +548,15 @@ cdef class ParSearch:
         cdef uint64_t rest
         cdef bint found = False
         cdef int look, profile
-        cdef unsigned int present = self.profiles[mix(key[0] ^ mix(key[1])) & (BUCKETS - 1)]
+        cdef unsigned int present = self.present[key_hash(key) & self.mask]
         for look in range(NLEVELS - 1 + ALL_SUITS):
-            # levels 4 .. 1, then level 0 by profile (those it has: _par_py tries them all)
+            # levels 4 .. 1, then level 0 by profile (those filed: _par_py tries them all)
             level = NLEVELS - 1 - look if look < NLEVELS - 1 else 0
             profile = ALL_SUITS if level else look - (NLEVELS - 1)
-            if not level and not present >> profile & 1:
+            if not present >> (16 + level if level else profile) & 1:
                 continue
-            rest = key[1] | <uint64_t>level << 21
-            i = self.chains[self._chain(key, level, profile, codes)]
+            rest = key[1] | <uint64_t>level << 21 | <uint64_t>profile << 24
+            i = self.chains[self._chain(key, level, profile, codes) & self.mask]
             while i:
                 e = &self.table[i]
                 i = e.next
@@ -569,11 +582,61 @@ cdef class ParSearch:
                         return True
         return found
 
+    cdef bint _grow(self) noexcept nogil:
+        """Double the pool (up to ``pool`` entries; the first time, make it) and its index;
+        False when there is no memory for it (the pool is then as it was)."""
+        cdef unsigned int capacity = FIRST_POOL if self.capacity == 0 else 2 * self.capacity
+        cdef unsigned int chains = 1
+        cdef Entry* table
+        cdef unsigned int* index
+        if capacity > self.pool:
+            capacity = self.pool
+        while chains < capacity:
+            chains <<= 1
+        table = <Entry*>realloc(self.table, capacity * sizeof(Entry))
+        if table == NULL:
+            return False
+        self.table = table
+        memset(&table[self.capacity], 0, (capacity - self.capacity) * sizeof(Entry))
+        self.capacity = capacity
+        if chains - 1 != self.mask or self.chains == NULL:
+            index = <unsigned int*>realloc(self.chains, chains * sizeof(unsigned int))
+            if index == NULL:
+                return False
+            self.chains = index
+            index = <unsigned int*>realloc(self.present, chains * sizeof(unsigned int))
+            if index == NULL:
+                return False
+            self.present = index
+            self.mask = chains - 1
+            self._reindex()
+        return True
+
+    cdef void _reindex(self) noexcept nogil:
+        """Make the index anew from the pool: each chain in the order of the pool (the
+        order its entries were stored in), and what is filed for each key."""
+        cdef unsigned int i, chain
+        cdef uint64_t key[2]
+        cdef int level
+        memset(self.chains, 0, (self.mask + 1) * sizeof(unsigned int))
+        memset(self.present, 0, (self.mask + 1) * sizeof(unsigned int))
+        i = self.used
+        while i > 1:
+            i -= 1
+            chain = self.table[i].hash & self.mask
+            self.table[i].next = self.chains[chain]
+            self.chains[chain] = i
+            key[0] = self.table[i].lengths
+            key[1] = self.table[i].rest & ((1 << 21) - 1)
+            level = (self.table[i].rest >> 21) & 7
+            self.present[key_hash(key) & self.mask] |= 1 << (
+                16 + level if level else (self.table[i].rest >> 24) & 15)
+
     cdef void _sweep(self) noexcept nogil:
         """The pool is full: keep the costlier half of the entries (by the bit length of
         their cost), in their order, and forget the rest."""
         cdef unsigned int counts[34]
-        cdef unsigned int i, kept = 1, total = 0, tail
+        cdef unsigned int i, kept = 1, total = 0
         cdef int cut = 0
         memset(counts, 0, sizeof(counts))
         for i in range(1, self.used):
@@ -582,23 +645,14 @@ cdef class ParSearch:
         while cut < 33 and total + counts[cut] < max(1, (self.used - 1) // 2):
             total += counts[cut]
             cut += 1
-        memset(self.chains, 0, BUCKETS * sizeof(unsigned int))
         for i in range(1, self.used):
             if bit_length(self.table[i].cost) <= cut:
                 continue
             self.table[kept] = self.table[i]
-            self.table[kept].next = 0
-            # Appended at the end of its chain, which the order of the pool keeps in order.
-            tail = self.chains[self.table[kept].chain]
-            if tail == 0:
-                self.chains[self.table[kept].chain] = kept
-            else:
-                while self.table[tail].next:
-                    tail = self.table[tail].next
-                self.table[tail].next = kept
             kept += 1
         memset(&self.table[kept], 0, (self.used - kept) * sizeof(Entry))
         self.used = kept
+        self._reindex()
         self.sweeps += 1
 
     cdef void _store(self, const uint64_t* key, const uint64_t* codes, const uint64_t* top,
@@ -606,13 +660,14 @@ cdef class ParSearch:
                      unsigned long long cost) noexcept nogil:
         """``_par_py.ParSearch._store``."""
         cdef Entry* e = NULL
-        cdef unsigned int i, last = 0, chain
+        cdef unsigned int i, last = 0, chain, hash
         cdef int suit, level = pattern_level(key[0], shift), profile = ALL_SUITS
-        cdef uint64_t rest = key[1] | <uint64_t>level << 21
+        cdef uint64_t rest
         if level == 0:
             profile = pattern_profile(key[0], shift)
-            self.profiles[mix(key[0] ^ mix(key[1])) & (BUCKETS - 1)] |= 1 << profile
-        chain = self._chain(key, level, profile, codes)
+        rest = key[1] | <uint64_t>level << 21 | <uint64_t>profile << 24
+        hash = self._chain(key, level, profile, codes)
+        chain = hash & self.mask
         i = self.chains[chain]
         while i:
             if self.table[i].rest == rest and self.table[i].lengths == key[0]:
@@ -626,8 +681,10 @@ cdef class ParSearch:
             last = i
             i = self.table[i].next
         if e == NULL:
-            if self.used == self.pool:
-                self._sweep()
+            if self.used == self.capacity:
+                # room: a bigger pool while it may grow (and there is memory), else forget
+                if self.capacity == self.pool or not self._grow():
+                    self._sweep()
                 self._store(key, codes, top, shift, value, alpha, beta, move, cost)
                 return
             e = &self.table[self.used]
@@ -635,8 +692,9 @@ cdef class ParSearch:
                 self.chains[chain] = self.used
             else:
                 self.table[last].next = self.used
+            self.present[key_hash(key) & self.mask] |= 1 << (16 + level if level else profile)
             self.used += 1
-            e.lengths, e.rest, e.next, e.chain = key[0], rest, 0, chain
+            e.lengths, e.rest, e.next, e.hash = key[0], rest, 0, hash
             for suit in range(4):
                 e.top[suit], e.shift[suit] = top[suit], shift[suit]
             e.low, e.high, e.move, e.cost = 0, 13, -1, 0
