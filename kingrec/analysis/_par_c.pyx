@@ -9,7 +9,9 @@ pool of entries is full (the reference's lists never are).
 """
 
 from libc.stdint cimport uint64_t
-from libc.stdlib cimport calloc, free, realloc
+from libc.stdint cimport uintptr_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy
 from libc.string cimport memset
 
 from kingrec._core cimport (
@@ -22,7 +24,7 @@ from kingrec._core cimport (
 __all__ = ["CLOCK_EVERY", "TT_ENTRIES", "ParSearch"]
 
 cdef enum:
-    POOL = 1 << 20  # entries of 72 bytes at most: 72 MiB per deal searched (+ 8 MiB index)
+    POOL = 1 << 20  # entries of 64 bytes at most: 64 MiB per deal searched (+ 8 MiB index)
     # The pool and its index start this small and double as the entries come: most
     # searches store far fewer than POOL, and a small index stays in the cache (a look
     # into a 2**20-chain index missed it twice per level: the chain's head, its entry).
@@ -88,11 +90,12 @@ ctypedef struct Entry:
     uint64_t top[4]  # the pattern (_par_py._relevant_ranks): per suit the code's top ...
     unsigned char shift[4]  # ... once shifted right by this many bits
     unsigned int next  # the next entry of its chain (0: none; entry 0 is never used)
-    unsigned int hash  # where it is filed, hashed (_chain): its chain at any index size
     unsigned int cost  # the nodes spent finding what it holds (at most 2**32 - 1)
     signed char low
     signed char high
     signed char move  # the best move found, as a relative card (suit * 16 + place), or -1
+    # (64 bytes, one cache line each in the pool: a look reads the first 56 of each entry
+    # on its chains, so an entry across two lines cost two misses)
 
 
 cdef inline uint64_t mix(uint64_t x) noexcept nogil:
@@ -185,6 +188,7 @@ cdef class ParSearch:
     cdef bint hero_wants_units, aborted
     cdef uint64_t penalty
     cdef Entry* table  # the pool of entries: 1 .. used - 1 hold something, of capacity
+    cdef void* block  # the pool's memory (the pool is it, aligned to a cache line)
     cdef unsigned int* chains  # the index: the first entry of each chain
     # by the hash of a key: what is filed for it, bit p for the level-0 profile p and bit
     # 16 + l for level l (a look skips the chains of the others: each costs a cache miss)
@@ -207,6 +211,7 @@ cdef class ParSearch:
         self.hero_wants_units = contract == KOZ
         self.penalty = PENALTY[contract] if 0 <= contract < 8 else 0
         self.table = NULL
+        self.block = NULL
         self.chains = NULL
         self.present = NULL
         self.used = 1
@@ -220,7 +225,7 @@ cdef class ParSearch:
         return [self.by_card[0], self.by_card[1], self.by_card[2], self.by_card[3]]
 
     def __dealloc__(self):
-        free(self.table)
+        free(self.block)
         free(self.chains)
         free(self.present)
 
@@ -588,17 +593,21 @@ cdef class ParSearch:
         cdef unsigned int capacity = FIRST_POOL if self.capacity == 0 else 2 * self.capacity
         cdef unsigned int chains = 1
         cdef Entry* table
+        cdef void* block
         cdef unsigned int* index
         if capacity > self.pool:
             capacity = self.pool
         while chains < capacity:
             chains <<= 1
-        table = <Entry*>realloc(self.table, capacity * sizeof(Entry))
-        if table == NULL:
+        block = malloc(capacity * sizeof(Entry) + 64)
+        if block == NULL:
             return False
-        self.table = table
+        table = <Entry*>((<uintptr_t>block + 63) & ~(<uintptr_t>63))
+        if self.capacity:
+            memcpy(table, self.table, self.capacity * sizeof(Entry))
         memset(&table[self.capacity], 0, (capacity - self.capacity) * sizeof(Entry))
-        self.capacity = capacity
+        free(self.block)
+        self.block, self.table, self.capacity = block, table, capacity
         if chains - 1 != self.mask or self.chains == NULL:
             index = <unsigned int*>realloc(self.chains, chains * sizeof(unsigned int))
             if index == NULL:
@@ -617,20 +626,24 @@ cdef class ParSearch:
         order its entries were stored in), and what is filed for each key."""
         cdef unsigned int i, chain
         cdef uint64_t key[2]
-        cdef int level
+        cdef uint64_t codes[4]
+        cdef int level, profile, suit
         memset(self.chains, 0, (self.mask + 1) * sizeof(unsigned int))
         memset(self.present, 0, (self.mask + 1) * sizeof(unsigned int))
         i = self.used
         while i > 1:
             i -= 1
-            chain = self.table[i].hash & self.mask
-            self.table[i].next = self.chains[chain]
-            self.chains[chain] = i
             key[0] = self.table[i].lengths
             key[1] = self.table[i].rest & ((1 << 21) - 1)
             level = (self.table[i].rest >> 21) & 7
-            self.present[key_hash(key) & self.mask] |= 1 << (
-                16 + level if level else (self.table[i].rest >> 24) & 15)
+            profile = (self.table[i].rest >> 24) & 15
+            # its chain from the cards it names: _chain reads no card below them
+            for suit in range(4):
+                codes[suit] = self.table[i].top[suit] << self.table[i].shift[suit]
+            chain = self._chain(key, level, profile, codes) & self.mask
+            self.table[i].next = self.chains[chain]
+            self.chains[chain] = i
+            self.present[key_hash(key) & self.mask] |= 1 << (16 + level if level else profile)
 
     cdef void _sweep(self) noexcept nogil:
         """The pool is full: keep the costlier half of the entries (by the bit length of
@@ -660,14 +673,13 @@ cdef class ParSearch:
                      unsigned long long cost) noexcept nogil:
         """``_par_py.ParSearch._store``."""
         cdef Entry* e = NULL
-        cdef unsigned int i, last = 0, chain, hash
+        cdef unsigned int i, last = 0, chain
         cdef int suit, level = pattern_level(key[0], shift), profile = ALL_SUITS
         cdef uint64_t rest
         if level == 0:
             profile = pattern_profile(key[0], shift)
         rest = key[1] | <uint64_t>level << 21 | <uint64_t>profile << 24
-        hash = self._chain(key, level, profile, codes)
-        chain = hash & self.mask
+        chain = self._chain(key, level, profile, codes) & self.mask
         i = self.chains[chain]
         while i:
             if self.table[i].rest == rest and self.table[i].lengths == key[0]:
@@ -694,7 +706,7 @@ cdef class ParSearch:
                 self.table[last].next = self.used
             self.present[key_hash(key) & self.mask] |= 1 << (16 + level if level else profile)
             self.used += 1
-            e.lengths, e.rest, e.next, e.hash = key[0], rest, 0, hash
+            e.lengths, e.rest, e.next = key[0], rest, 0
             for suit in range(4):
                 e.top[suit], e.shift[suit] = top[suit], shift[suit]
             e.low, e.high, e.move, e.cost = 0, 13, -1, 0
