@@ -193,17 +193,23 @@ cdef class ParSearch:
     # by the hash of a key: what is filed for it, bit p for the level-0 profile p and bit
     # 16 + l for level l (a look skips the chains of the others: each costs a cache miss)
     cdef unsigned int* present
-    cdef unsigned int used, pool, capacity, mask  # mask: the index's chains - 1
+    cdef unsigned int used, pool, first, mask  # mask: the index's chains - 1
+    cdef readonly unsigned int capacity  # the entries the pool has room for now
     cdef readonly unsigned long long sweeps  # times the pool was full and swept
     cdef unsigned long long node_limit
     cdef long long deadline
     cdef object clock
 
-    def __cinit__(self, int contract, int trump, long flags, unsigned int pool=POOL):
-        # ``pool``: the entries the table may hold (tests make it small to see it swept)
+    def __cinit__(self, int contract, int trump, long flags, unsigned int pool=POOL,
+                  unsigned int first=FIRST_POOL):
+        # ``pool``: the entries the table may hold (tests make it small to see it swept);
+        # ``first``: the entries it starts with (tests make it small to see it grow)
         if not 2 <= pool <= POOL:
             raise ValueError(f"the pool holds 2 .. {POOL} entries")
+        if not 2 <= first:
+            raise ValueError("the pool starts with room for 2 entries or more")
         self.pool = pool
+        self.first = first
         self.contract = contract
         self.trump = trump
         self.flags = flags
@@ -231,13 +237,15 @@ cdef class ParSearch:
 
     def units_left(self, int seat, held, int leader, trick, uint64_t played, int ntricks,
                    unsigned long long node_limit=0, long long deadline_ns=0, clock=None,
-                   int guess=0):
+                   int guess=0, int floor=0, int ceiling=13):
         """The units ``seat`` is sure of from this position on, or -1 past the budget
         (``_par_py.ParSearch.units_left``)."""
         cdef DealState d
         cdef int i, n = len(trick)
         if not 0 <= seat <= 3 or not 0 <= leader <= 3 or n > 3:
             raise ValueError("seat and leader are 0..3, and a trick on the table has 0..3 cards")
+        if not 0 <= floor <= ceiling:  # (a value below 0 would read as -1: out of budget)
+            raise ValueError(f"the floor {floor} is not within 0 .. the ceiling {ceiling}")
         self.seat = seat
         if self.table == NULL and not self._grow():
             raise MemoryError("no memory for the par search's table")
@@ -262,15 +270,20 @@ cdef class ParSearch:
         self.aborted = False
         if deadline_ns and clock is not None and clock() >= deadline_ns:
             return -1
-        value = self._mtd(&d, guess)
+        value = self._mtd(&d, guess, floor, ceiling)
         return -1 if self.aborted else value
 
-    cdef int _mtd(self, const DealState* d, int guess) except? -9:
-        """The exact value by null-window searches (``_par_py.ParSearch._mtd``)."""
-        cdef int low = 0, high = self._units_in_play(d), target
-        guess = low if guess < low else high if guess > high else guess
-        while low < high:
-            target = guess + 1 if guess == low else guess
+    cdef int _mtd(self, const DealState* d, int guess, int floor, int ceiling) except? -9:
+        """The value by null-window searches, clamped to ``floor`` .. ``ceiling``
+        (``_par_py.ParSearch._mtd``)."""
+        cdef int low = 0, high = self._units_in_play(d), target, least, most
+        while True:
+            least = low if low > floor else floor
+            most = high if high < ceiling else ceiling
+            if least >= most:
+                break
+            guess = least if guess < least else most if guess > most else guess
+            target = guess + 1 if guess == least else guess
             guess = self._search(d, target - 1, target)
             if self.aborted:
                 return 0
@@ -279,7 +292,11 @@ cdef class ParSearch:
                 high = guess
             else:
                 low = guess
-        return low
+        if low >= ceiling:
+            return ceiling
+        if high <= floor:
+            return floor
+        return low if low > floor else floor
 
     cdef int _units_in_play(self, const DealState* d) noexcept nogil:
         if self.contract == KOZ or self.contract == EL_ALMAZ:
@@ -590,7 +607,7 @@ cdef class ParSearch:
     cdef bint _grow(self) noexcept nogil:
         """Double the pool (up to ``pool`` entries; the first time, make it) and its index;
         False when there is no memory for it (the pool is then as it was)."""
-        cdef unsigned int capacity = FIRST_POOL if self.capacity == 0 else 2 * self.capacity
+        cdef unsigned int capacity = self.first if self.capacity == 0 else 2 * self.capacity
         cdef unsigned int chains = 1
         cdef Entry* table
         cdef void* block
