@@ -8,11 +8,9 @@ same keys, patterns and levels, so the two give the same values and node counts 
 pool of entries is full (the reference's lists never are).
 """
 
-from libc.stdint cimport uint64_t
-from libc.stdint cimport uintptr_t
+from libc.stdint cimport uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc, realloc
-from libc.string cimport memcpy
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 from kingrec._core cimport (
     ALL_CARDS, EL_ALMAZ, END_PLAYING, F_MUST_OVERTRUMP, F_RAISE_ON_TRUMP_LEAD,

@@ -39,7 +39,7 @@ it fast, and none of it changes a value:
   son iki).
 
 The compiled twin searches the same tree in the same order, so the two give the same values,
-and the same node counts as long as its fixed-size pool of entries has not had to forget any
+and the same node counts as long as its pool of at most 2**20 entries has not had to forget any
 (``tests/test_par.py`` holds them to both).
 """
 
@@ -123,7 +123,8 @@ class ParSearch:
     """Searches positions of one deal, for any hero seat; the table (keyed on the hero too)
     lives across searches, so the positions of a whole deal (a review) share what earlier
     searches learnt. The reference's table is a dict that never forgets; the compiled twin's
-    is a pool of 2**20 entries that, when it is full, keeps the costlier half."""
+    is a pool that grows to at most 2**20 entries and, when that is full, keeps the
+    costlier half."""
 
     def __init__(self, contract: int, trump: int, flags: int) -> None:
         self.contract = contract
