@@ -741,3 +741,107 @@ def test_a_compiled_table_needs_room_for_two_entries() -> None:
     assert _twins.COMPILED is not None
     with pytest.raises(ValueError, match="the pool holds"):
         _twins.COMPILED.par.ParSearch(Contract.KOZ, SPADES, 0, 1)
+
+
+# -- the drivers: clamped searches, a review's null windows, a pool that grows ----------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_search_clamped_to_a_floor_and_a_ceiling_gives_the_value_within_them(
+    par_twin: ModuleType, seed: int
+) -> None:
+    # units_left(floor=, ceiling=) answers the value where it lies between them, the floor
+    # for any value at or below it and the ceiling for any at or above it, from any guess
+    # (even a wrong one outside them), in no more passes than the exact search; the twins
+    # agree on the passes (tests below compare their node counts).
+    rng = random.Random(f"clamped {seed}")
+    for _ in range(40):
+        deal, _rules = _random_ending(rng, 3)
+        seat = rng.randrange(4)
+        exact = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        value = _units(exact, deal, seat)
+        floor = rng.randrange(0, 6)
+        ceiling = floor + rng.randrange(0, 4)
+        search = par_twin.ParSearch(deal.contract, deal.trump, deal.flags)
+        clamped = search.units_left(
+            seat, deal.held, deal.leader, deal.trick, deal.played, len(deal.winners),
+            guess=rng.randrange(-3, 16), floor=floor, ceiling=ceiling,
+        )  # fmt: skip
+        assert clamped == min(max(value, floor), ceiling), (value, floor, ceiling)
+        assert clamped == _exhaustive_clamped(deal, seat, floor, ceiling)
+
+
+def _exhaustive_clamped(deal: Deal, seat: int, floor: int, ceiling: int) -> int:
+    return min(max(_exhaustive(deal, seat), floor), ceiling)
+
+
+@pytest.mark.parametrize(("floor", "ceiling"), [(3, 2), (-1, 4)])
+def test_a_floor_above_the_ceiling_or_below_0_is_refused(
+    par_twin: ModuleType, floor: int, ceiling: int
+) -> None:
+    # (a value clamped below 0 would read as -1, the answer of a search past its budget)
+    deal, _rules = _random_ending(random.Random(5), 2)
+    search = par_twin.ParSearch(deal.contract, deal.trump, deal.flags)
+    with pytest.raises(ValueError, match=f"the floor {floor} is not within 0 .. the ceiling"):
+        search.units_left(
+            0, deal.held, deal.leader, deal.trick, deal.played, len(deal.winners),
+            floor=floor, ceiling=ceiling,
+        )  # fmt: skip
+
+
+def test_a_review_finds_the_same_best_cards_and_guarantees_as_exact_searches_of_every_card() -> (
+    None
+):
+    # review_deal asks of each card but the played one only "worse, as good or better than
+    # the best so far?"; what it reports must be what exact searches of every card give.
+    for seed in (3, 11, 29):
+        match = simulate_match(CLASSIC, seed)
+        for deal in match.deals[:8]:
+            plays = len(deal.plays)
+            start = max(0, plays - 16)
+            review = review_deal(deal, CLASSIC, from_play=start)
+            assert review.solved
+            course = replay_course(deal, CLASSIC)
+            wants_units = deal.contract == pb.CONTRACT_KOZ
+            for cost in review.plays:
+                position = course.positions[cost.play]
+                solver = Solver(position.contract, position.trump, position.flags)
+                values = {}
+                for card in cards_in(position.legal()):
+                    child = _par_py._clone(position)
+                    child.push(card)
+                    values[card] = child.units[cost.seat] + solver.units_left(child, cost.seat)
+                before = max(values.values()) if wants_units else min(values.values())
+                assert (cost.before, cost.after) == (before, values[cost.card])
+                assert cost.best == tuple(c for c, v in values.items() if v == before)
+
+
+@needs_compiled
+def test_a_compiled_pool_that_grows_from_two_entries_keeps_the_reference_node_counts() -> None:
+    # The compiled pool starts small and doubles (its index made anew each time): the
+    # searches, their values and node counts are the reference's, which never forgets.
+    assert _twins.COMPILED is not None
+    compiled = _twins.COMPILED.par
+    rng = random.Random(2718)
+    grown = 0
+    for _ in range(30):
+        deal, _rules = _random_ending(rng, 4)
+        small = compiled.ParSearch(deal.contract, deal.trump, deal.flags, first=2)
+        reference = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        for seat in range(4):
+            assert _units(small, deal, seat) == _units(reference, deal, seat)
+        assert (small.nodes, small.passes, small.tt_hits) == (
+            reference.nodes,
+            reference.passes,
+            reference.tt_hits,
+        )
+        assert small.sweeps == 0
+        grown = max(grown, small.capacity)
+    assert grown >= 64
+
+
+@needs_compiled
+def test_a_compiled_pool_must_start_with_room_for_two_entries() -> None:
+    assert _twins.COMPILED is not None
+    with pytest.raises(ValueError, match="starts with room for 2"):
+        _twins.COMPILED.par.ParSearch(Contract.KOZ, SPADES, 0, 8, 1)

@@ -8,9 +8,9 @@ same keys, patterns and levels, so the two give the same values and node counts 
 pool of entries is full (the reference's lists never are).
 """
 
-from libc.stdint cimport uint64_t
-from libc.stdlib cimport calloc, free
-from libc.string cimport memset
+from libc.stdint cimport uint64_t, uintptr_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memcpy, memset
 
 from kingrec._core cimport (
     ALL_CARDS, EL_ALMAZ, END_PLAYING, F_MUST_OVERTRUMP, F_RAISE_ON_TRUMP_LEAD,
@@ -22,8 +22,11 @@ from kingrec._core cimport (
 __all__ = ["CLOCK_EVERY", "TT_ENTRIES", "ParSearch"]
 
 cdef enum:
-    POOL = 1 << 20  # entries of 72 bytes: 72 MiB per deal being searched (+ 6 MiB index)
-    BUCKETS = 1 << 20  # chains of entries, by the hash of where an entry is filed
+    POOL = 1 << 20  # entries of 64 bytes at most: 64 MiB per deal searched (+ 8 MiB index)
+    # The pool and its index start this small and double as the entries come: most
+    # searches store far fewer than POOL, and a small index stays in the cache (a look
+    # into a 2**20-chain index missed it twice per level: the chain's head, its entry).
+    FIRST_POOL = 1 << 13
     EVERY = 4096  # nodes between two looks at the clock
 
 # _par_py.LEVELS: an entry names at least this many top cards of each suit (all of a
@@ -81,15 +84,16 @@ ctypedef struct Entry:
     # h, suit s at 16 s + 4 h); and 1 | leader << 1 | hero << 3 | the penalty cards out of
     # suit s << 5 + 4 s | the level << 21 (0: an empty entry).
     uint64_t lengths
-    uint64_t rest
+    uint64_t rest  # (| the level-0 profile << 24: where it is filed is part of the match)
     uint64_t top[4]  # the pattern (_par_py._relevant_ranks): per suit the code's top ...
     unsigned char shift[4]  # ... once shifted right by this many bits
     unsigned int next  # the next entry of its chain (0: none; entry 0 is never used)
-    unsigned int chain  # the chain it is on
     unsigned int cost  # the nodes spent finding what it holds (at most 2**32 - 1)
     signed char low
     signed char high
     signed char move  # the best move found, as a relative card (suit * 16 + place), or -1
+    # (64 bytes, one cache line each in the pool: a look reads the first 56 of each entry
+    # on its chains, so an entry across two lines cost two misses)
 
 
 cdef inline uint64_t mix(uint64_t x) noexcept nogil:
@@ -97,6 +101,11 @@ cdef inline uint64_t mix(uint64_t x) noexcept nogil:
     x *= 0xff51afd7ed558ccdULL
     x ^= x >> 33
     return x
+
+
+cdef inline uint64_t key_hash(const uint64_t* key) noexcept nogil:
+    """A key's hash: where the index says what is filed for it."""
+    return mix(key[0] ^ mix(key[1]))
 
 
 cdef inline bint _sheds_under(uint64_t hand, uint64_t suit_mask, uint64_t penalty,
@@ -204,20 +213,29 @@ cdef class ParSearch:
     cdef unsigned long long by_card[4]
     cdef bint hero_wants_units, aborted
     cdef uint64_t penalty
-    cdef Entry* table  # the pool of entries: 1 .. used - 1 hold something
-    cdef unsigned int* chains  # the first entry of each chain
-    cdef unsigned short* profiles  # by the hash of a key: the level-0 profiles filed
-    cdef unsigned int used, pool
+    cdef Entry* table  # the pool of entries: 1 .. used - 1 hold something, of capacity
+    cdef void* block  # the pool's memory (the pool is it, aligned to a cache line)
+    cdef unsigned int* chains  # the index: the first entry of each chain
+    # by the hash of a key: what is filed for it, bit p for the level-0 profile p and bit
+    # 16 + l for level l (a look skips the chains of the others: each costs a cache miss)
+    cdef unsigned int* present
+    cdef unsigned int used, pool, first, mask  # mask: the index's chains - 1
+    cdef readonly unsigned int capacity  # the entries the pool has room for now
     cdef readonly unsigned long long sweeps  # times the pool was full and swept
     cdef unsigned long long node_limit
     cdef long long deadline
     cdef object clock
 
-    def __cinit__(self, int contract, int trump, long flags, unsigned int pool=POOL):
-        # ``pool``: the entries the table may hold (tests make it small to see it swept)
+    def __cinit__(self, int contract, int trump, long flags, unsigned int pool=POOL,
+                  unsigned int first=FIRST_POOL):
+        # ``pool``: the entries the table may hold (tests make it small to see it swept);
+        # ``first``: the entries it starts with (tests make it small to see it grow)
         if not 2 <= pool <= POOL:
             raise ValueError(f"the pool holds 2 .. {POOL} entries")
+        if not 2 <= first:
+            raise ValueError("the pool starts with room for 2 entries or more")
         self.pool = pool
+        self.first = first
         self.contract = contract
         self.trump = trump
         self.flags = flags
@@ -225,9 +243,12 @@ cdef class ParSearch:
         self.hero_wants_units = contract == KOZ
         self.penalty = PENALTY[contract] if 0 <= contract < 8 else 0
         self.table = NULL
+        self.block = NULL
         self.chains = NULL
-        self.profiles = NULL
+        self.present = NULL
         self.used = 1
+        self.capacity = 0
+        self.mask = 0
         memset(self.by_card, 0, sizeof(self.by_card))
 
     @property
@@ -236,26 +257,24 @@ cdef class ParSearch:
         return [self.by_card[0], self.by_card[1], self.by_card[2], self.by_card[3]]
 
     def __dealloc__(self):
-        free(self.table)
+        free(self.block)
         free(self.chains)
-        free(self.profiles)
+        free(self.present)
 
     def units_left(self, int seat, held, int leader, trick, uint64_t played, int ntricks,
                    unsigned long long node_limit=0, long long deadline_ns=0, clock=None,
-                   int guess=0):
+                   int guess=0, int floor=0, int ceiling=13):
         """The units ``seat`` is sure of from this position on, or -1 past the budget
         (``_par_py.ParSearch.units_left``)."""
         cdef DealState d
         cdef int i, n = len(trick)
         if not 0 <= seat <= 3 or not 0 <= leader <= 3 or n > 3:
             raise ValueError("seat and leader are 0..3, and a trick on the table has 0..3 cards")
+        if not 0 <= floor <= ceiling:  # (a value below 0 would read as -1: out of budget)
+            raise ValueError(f"the floor {floor} is not within 0 .. the ceiling {ceiling}")
         self.seat = seat
-        if self.table == NULL:
-            self.table = <Entry*>calloc(self.pool, sizeof(Entry))
-            self.chains = <unsigned int*>calloc(BUCKETS, sizeof(unsigned int))
-            self.profiles = <unsigned short*>calloc(BUCKETS, sizeof(unsigned short))
-            if self.table == NULL or self.chains == NULL or self.profiles == NULL:
-                raise MemoryError("no memory for the par search's table")
+        if self.table == NULL and not self._grow():
+            raise MemoryError("no memory for the par search's table")
         memset(&d, 0, sizeof(DealState))
         for i in range(4):
             d.held[i] = held[i]
@@ -277,15 +296,20 @@ cdef class ParSearch:
         self.aborted = False
         if deadline_ns and clock is not None and clock() >= deadline_ns:
             return -1
-        value = self._mtd(&d, guess)
+        value = self._mtd(&d, guess, floor, ceiling)
         return -1 if self.aborted else value
 
-    cdef int _mtd(self, const DealState* d, int guess) except? -9:
-        """The exact value by null-window searches (``_par_py.ParSearch._mtd``)."""
-        cdef int low = 0, high = self._units_in_play(d), target
-        guess = low if guess < low else high if guess > high else guess
-        while low < high:
-            target = guess + 1 if guess == low else guess
+    cdef int _mtd(self, const DealState* d, int guess, int floor, int ceiling) except? -9:
+        """The value by null-window searches, clamped to ``floor`` .. ``ceiling``
+        (``_par_py.ParSearch._mtd``)."""
+        cdef int low = 0, high = self._units_in_play(d), target, least, most
+        while True:
+            least = low if low > floor else floor
+            most = high if high < ceiling else ceiling
+            if least >= most:
+                break
+            guess = least if guess < least else most if guess > most else guess
+            target = guess + 1 if guess == least else guess
             guess = self._search(d, target - 1, target)
             if self.aborted:
                 return 0
@@ -294,7 +318,11 @@ cdef class ParSearch:
                 high = guess
             else:
                 low = guess
-        return low
+        if low >= ceiling:
+            return ceiling
+        if high <= floor:
+            return floor
+        return low if low > floor else floor
 
     cdef int _units_in_play(self, const DealState* d) noexcept nogil:
         if self.contract == KOZ or self.contract == EL_ALMAZ:
@@ -559,16 +587,15 @@ cdef class ParSearch:
 
     cdef void _key(self, const DealState* d, uint64_t* key, uint64_t* codes) noexcept nogil:
         """``_par_py.ParSearch._key``: key[0] the lengths, key[1] the rest (see Entry)."""
-        cdef int suit, s
-        cdef uint64_t code, out, top, owner
+        cdef int suit
+        cdef uint64_t code, out, top, owner, penalties
         key[0] = 0
         key[1] = 1 | <uint64_t>d.leader << 1 | <uint64_t>self.seat << 3
         for suit in range(4):
             out = SUIT[suit] & ~d.played
-            for s in range(4):
-                key[0] |= <uint64_t>popcount(d.held[s] & SUIT[suit]) << (16 * suit + 4 * s)
-            key[1] |= <uint64_t>popcount(out & self.penalty) << (5 + 4 * suit)
-            code = 0
+            code = penalties = 0
+            # the lengths and penalty cards counted card by card with the code (the build
+            # has no popcount instruction: each popcount is a call)
             while out:
                 top = <uint64_t>1 << high_card(out)
                 if d.held[0] & top:
@@ -579,14 +606,20 @@ cdef class ParSearch:
                     owner = 2
                 else:
                     owner = 3
-                code = code << 3 | owner << 1 | (1 if self.penalty & top else 0)
+                key[0] += <uint64_t>1 << (16 * suit + 4 * owner)
+                if self.penalty & top:
+                    code = code << 3 | owner << 1 | 1
+                    penalties += 1
+                else:
+                    code = code << 3 | owner << 1
                 out ^= top
+            key[1] |= penalties << (5 + 4 * suit)
             codes[suit] = code
 
     cdef unsigned int _chain(self, const uint64_t* key, int level, int profile,
                              const uint64_t* codes) noexcept nogil:
-        """``_par_py._filed``, hashed: the chain of the entries of ``level`` (and
-        ``profile`` at level 0)."""
+        """``_par_py._filed``, hashed: where the entries of ``level`` (and ``profile`` at
+        level 0) are; their chain is this hash & ``mask``."""
         cdef uint64_t h = key[1] | <uint64_t>level << 21 | <uint64_t>profile << 24
         cdef int suit, count, keep
         for suit in range(4):
@@ -597,7 +630,7 @@ cdef class ParSearch:
                 keep = 1 if profile >> suit & 1 and count else 0
             # an odd multiplier per suit, so that the suits' tops do not cancel out
             h ^= (codes[suit] >> (3 * (count - keep))) * SUIT_MIX[suit]
-        return <unsigned int>(mix(key[0] ^ mix(h)) & (BUCKETS - 1))
+        return <unsigned int>mix(key[0] ^ mix(h))
 
     cdef bint _find(self, const uint64_t* key, const uint64_t* codes, uint64_t played,
                     int alpha, int beta, int* low, int* high, int* move,
@@ -609,15 +642,15 @@ cdef class ParSearch:
         cdef uint64_t rest
         cdef bint found = False
         cdef int look, profile
-        cdef unsigned int present = self.profiles[mix(key[0] ^ mix(key[1])) & (BUCKETS - 1)]
+        cdef unsigned int present = self.present[key_hash(key) & self.mask]
         for look in range(NLEVELS - 1 + ALL_SUITS):
-            # levels 4 .. 1, then level 0 by profile (those it has: _par_py tries them all)
+            # levels 4 .. 1, then level 0 by profile (those filed: _par_py tries them all)
             level = NLEVELS - 1 - look if look < NLEVELS - 1 else 0
             profile = ALL_SUITS if level else look - (NLEVELS - 1)
-            if not level and not present >> profile & 1:
+            if not present >> (16 + level if level else profile) & 1:
                 continue
-            rest = key[1] | <uint64_t>level << 21
-            i = self.chains[self._chain(key, level, profile, codes)]
+            rest = key[1] | <uint64_t>level << 21 | <uint64_t>profile << 24
+            i = self.chains[self._chain(key, level, profile, codes) & self.mask]
             while i:
                 e = &self.table[i]
                 i = e.next
@@ -643,11 +676,69 @@ cdef class ParSearch:
                         return True
         return found
 
+    cdef bint _grow(self) noexcept nogil:
+        """Double the pool (up to ``pool`` entries; the first time, make it) and its index;
+        False when there is no memory for it (the pool is then as it was)."""
+        cdef unsigned int capacity = self.first if self.capacity == 0 else 2 * self.capacity
+        cdef unsigned int chains = 1
+        cdef Entry* table
+        cdef void* block
+        cdef unsigned int* index
+        if capacity > self.pool:
+            capacity = self.pool
+        while chains < capacity:
+            chains <<= 1
+        block = malloc(capacity * sizeof(Entry) + 64)
+        if block == NULL:
+            return False
+        table = <Entry*>((<uintptr_t>block + 63) & ~(<uintptr_t>63))
+        if self.capacity:
+            memcpy(table, self.table, self.capacity * sizeof(Entry))
+        memset(&table[self.capacity], 0, (capacity - self.capacity) * sizeof(Entry))
+        free(self.block)
+        self.block, self.table, self.capacity = block, table, capacity
+        if chains - 1 != self.mask or self.chains == NULL:
+            index = <unsigned int*>realloc(self.chains, chains * sizeof(unsigned int))
+            if index == NULL:
+                return False
+            self.chains = index
+            index = <unsigned int*>realloc(self.present, chains * sizeof(unsigned int))
+            if index == NULL:
+                return False
+            self.present = index
+            self.mask = chains - 1
+            self._reindex()
+        return True
+
+    cdef void _reindex(self) noexcept nogil:
+        """Make the index anew from the pool: each chain in the order of the pool (the
+        order its entries were stored in), and what is filed for each key."""
+        cdef unsigned int i, chain
+        cdef uint64_t key[2]
+        cdef uint64_t codes[4]
+        cdef int level, profile, suit
+        memset(self.chains, 0, (self.mask + 1) * sizeof(unsigned int))
+        memset(self.present, 0, (self.mask + 1) * sizeof(unsigned int))
+        i = self.used
+        while i > 1:
+            i -= 1
+            key[0] = self.table[i].lengths
+            key[1] = self.table[i].rest & ((1 << 21) - 1)
+            level = (self.table[i].rest >> 21) & 7
+            profile = (self.table[i].rest >> 24) & 15
+            # its chain from the cards it names: _chain reads no card below them
+            for suit in range(4):
+                codes[suit] = self.table[i].top[suit] << self.table[i].shift[suit]
+            chain = self._chain(key, level, profile, codes) & self.mask
+            self.table[i].next = self.chains[chain]
+            self.chains[chain] = i
+            self.present[key_hash(key) & self.mask] |= 1 << (16 + level if level else profile)
+
     cdef void _sweep(self) noexcept nogil:
         """The pool is full: keep the costlier half of the entries (by the bit length of
         their cost), in their order, and forget the rest."""
         cdef unsigned int counts[34]
-        cdef unsigned int i, kept = 1, total = 0, tail
+        cdef unsigned int i, kept = 1, total = 0
         cdef int cut = 0
         memset(counts, 0, sizeof(counts))
         for i in range(1, self.used):
@@ -656,23 +747,14 @@ cdef class ParSearch:
         while cut < 33 and total + counts[cut] < max(1, (self.used - 1) // 2):
             total += counts[cut]
             cut += 1
-        memset(self.chains, 0, BUCKETS * sizeof(unsigned int))
         for i in range(1, self.used):
             if bit_length(self.table[i].cost) <= cut:
                 continue
             self.table[kept] = self.table[i]
-            self.table[kept].next = 0
-            # Appended at the end of its chain, which the order of the pool keeps in order.
-            tail = self.chains[self.table[kept].chain]
-            if tail == 0:
-                self.chains[self.table[kept].chain] = kept
-            else:
-                while self.table[tail].next:
-                    tail = self.table[tail].next
-                self.table[tail].next = kept
             kept += 1
         memset(&self.table[kept], 0, (self.used - kept) * sizeof(Entry))
         self.used = kept
+        self._reindex()
         self.sweeps += 1
 
     cdef void _store(self, const uint64_t* key, const uint64_t* codes, const uint64_t* top,
@@ -682,11 +764,11 @@ cdef class ParSearch:
         cdef Entry* e = NULL
         cdef unsigned int i, last = 0, chain
         cdef int suit, level = pattern_level(key[0], shift), profile = ALL_SUITS
-        cdef uint64_t rest = key[1] | <uint64_t>level << 21
+        cdef uint64_t rest
         if level == 0:
             profile = pattern_profile(key[0], shift)
-            self.profiles[mix(key[0] ^ mix(key[1])) & (BUCKETS - 1)] |= 1 << profile
-        chain = self._chain(key, level, profile, codes)
+        rest = key[1] | <uint64_t>level << 21 | <uint64_t>profile << 24
+        chain = self._chain(key, level, profile, codes) & self.mask
         i = self.chains[chain]
         while i:
             if self.table[i].rest == rest and self.table[i].lengths == key[0]:
@@ -700,8 +782,10 @@ cdef class ParSearch:
             last = i
             i = self.table[i].next
         if e == NULL:
-            if self.used == self.pool:
-                self._sweep()
+            if self.used == self.capacity:
+                # room: a bigger pool while it may grow (and there is memory), else forget
+                if self.capacity == self.pool or not self._grow():
+                    self._sweep()
                 self._store(key, codes, top, shift, value, alpha, beta, move, cost)
                 return
             e = &self.table[self.used]
@@ -709,8 +793,9 @@ cdef class ParSearch:
                 self.chains[chain] = self.used
             else:
                 self.table[last].next = self.used
+            self.present[key_hash(key) & self.mask] |= 1 << (16 + level if level else profile)
             self.used += 1
-            e.lengths, e.rest, e.next, e.chain = key[0], rest, 0, chain
+            e.lengths, e.rest, e.next = key[0], rest, 0
             for suit in range(4):
                 e.top[suit], e.shift[suit] = top[suit], shift[suit]
             e.low, e.high, e.move, e.cost = 0, 13, -1, 0

@@ -41,7 +41,7 @@ it fast, and none of it changes a value:
   son iki).
 
 The compiled twin searches the same tree in the same order, so the two give the same values,
-and the same node counts as long as its fixed-size pool of entries has not had to forget any
+and the same node counts as long as its pool of at most 2**20 entries has not had to forget any
 (``tests/test_par.py`` holds them to both).
 """
 
@@ -126,7 +126,8 @@ class ParSearch:
     """Searches positions of one deal, for any hero seat; the table (keyed on the hero too)
     lives across searches, so the positions of a whole deal (a review) share what earlier
     searches learnt. The reference's table is a dict that never forgets; the compiled twin's
-    is a pool of 2**20 entries that, when it is full, keeps the costlier half."""
+    is a pool that grows to at most 2**20 entries and, when that is full, keeps the
+    costlier half."""
 
     def __init__(self, contract: int, trump: int, flags: int) -> None:
         self.contract = contract
@@ -166,6 +167,8 @@ class ParSearch:
         deadline_ns: int = 0,
         clock: Callable[[], int] | None = None,
         guess: int = 0,
+        floor: int = 0,
+        ceiling: int = 13,
     ) -> int:
         """The units ``seat`` is sure of from this position on, or -1 when the search ran
         past ``node_limit`` (total nodes of this object; 0: none) or past ``deadline_ns`` on
@@ -174,8 +177,12 @@ class ParSearch:
         The position is one of the deal still being played: ``held`` each seat's cards,
         ``trick`` the cards on the table from ``leader`` on, ``played`` the cards of the
         ``ntricks`` completed tricks. ``guess`` (the value expected) only changes how fast
-        the answer comes.
+        the answer comes. A caller that only needs the value within ``floor`` .. ``ceiling``
+        gets ``floor`` for any value at or below it and ``ceiling`` for any at or above it,
+        for fewer passes (a review asks "better than the best card so far?").
         """
+        if not 0 <= floor <= ceiling:  # (a value below 0 would read as -1: out of budget)
+            raise ValueError(f"the floor {floor} is not within 0 .. the ceiling {ceiling}")
         self.seat = seat
         self._node_limit = node_limit
         self._deadline = deadline_ns
@@ -186,25 +193,30 @@ class ParSearch:
         if deadline_ns and clock is not None and clock() >= deadline_ns:
             return -1
         try:
-            return self._mtd(deal, guess)
+            return self._mtd(deal, guess, floor, ceiling)
         except OutOfBudget:
             return -1
 
-    def _mtd(self, deal: Deal, guess: int) -> int:
-        """The exact value by null-window searches (MTD(f)) from a first ``guess``: each one
-        only asks "at least ``target``?", which prunes far more than one wide window; the
-        table keeps what each search learnt for the next."""
+    def _mtd(self, deal: Deal, guess: int, floor: int = 0, ceiling: int = 13) -> int:
+        """The value by null-window searches (MTD(f)) from a first ``guess``: each one only
+        asks "at least ``target``?", which prunes far more than one wide window; the table
+        keeps what each search learnt for the next. The value is sought only as far as it
+        lies within ``floor`` .. ``ceiling`` (clamped to them: ``units_left``)."""
         low, high = 0, self._units_in_play(deal)
-        guess = min(max(guess, low), high)
-        while low < high:
-            target = guess + 1 if guess == low else guess
+        while max(low, floor) < min(high, ceiling):
+            guess = min(max(guess, low, floor), high, ceiling)
+            target = guess + 1 if guess == max(low, floor) else guess
             guess = self._search(deal, target - 1, target)
             self.passes += 1
             if guess < target:
                 high = guess
             else:
                 low = guess
-        return low
+        if low >= ceiling:
+            return ceiling  # at least the ceiling
+        if high <= floor:
+            return floor  # at most the floor
+        return max(low, floor)  # the value, or the floor when it is the ceiling too
 
     # -- the search ----------------------------------------------------------------------
 

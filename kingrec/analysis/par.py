@@ -101,6 +101,8 @@ class _Searcher(Protocol):
         deadline_ns: int = 0,
         clock: Callable[[], int] | None = None,
         guess: int = 0,
+        floor: int = 0,
+        ceiling: int = 13,
     ) -> int: ...
 
 
@@ -154,13 +156,17 @@ class Solver:
             self._deadline = self._deadline or _NEVER
             self._clock = _stoppable(self.budget.clock, self.budget.stop)
 
-    def units_left(self, deal: Deal, seat: int, guess: int = 0) -> int:
+    def units_left(
+        self, deal: Deal, seat: int, guess: int = 0, floor: int = 0, ceiling: int = 13
+    ) -> int:
         """The units ``seat`` is sure of from ``deal``'s position on (0 once it has ended);
         ``guess`` is where the search starts (a good one saves passes, any one is right).
+        Only a value within ``floor`` .. ``ceiling`` is sought: one at or below the floor
+        reads as the floor, one at or above the ceiling as the ceiling (fewer passes).
 
         Raises ``OutOfBudgetError`` when the deal's budget is spent."""
         if deal.end != END_PLAYING:
-            return 0
+            return min(max(0, floor), ceiling)
         limit = self.budget.nodes
         if limit and self._search.nodes >= limit:
             raise OutOfBudgetError
@@ -177,6 +183,8 @@ class Solver:
             self._deadline,
             self._clock if self._deadline else None,
             guess,
+            floor,
+            ceiling,
         )
         if value < 0:
             raise OutOfBudgetError

@@ -14,7 +14,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .._engine_types import END_PLAYING
 from ..boundary import engine_trump, replayable
 from ..cards import card_name, cards_in
 from ..contracts import Contract
@@ -109,12 +108,9 @@ def review_deal(
         if mover not in seats:
             continue
         try:
-            values = _guarantees(solver, position, mover)
+            before, after, best = _guarantees(solver, position, mover, card, hero_wants_units)
         except OutOfBudgetError:
             return DealReview(_with_stats(par, solver), tuple(costs), False)
-        choose = max if hero_wants_units else min
-        before = choose(values.values())
-        after = values[card]
         costs.append(
             PlayCost(
                 index,
@@ -125,21 +121,43 @@ def review_deal(
                 after,
                 abs(before - after),
                 (before - after) * unit,
-                tuple(c for c, v in values.items() if v == before),
+                best,
             )
         )
     return DealReview(_with_stats(par, solver), tuple(costs), True)
 
 
-def _guarantees(solver: Solver, position: Any, seat: int) -> dict[int, int]:
-    """The guarantee ``seat`` keeps with each legal card (units of the whole deal)."""
-    values: dict[int, int] = {}
-    for card in cards_in(position.legal()):
+def _guarantees(
+    solver: Solver, position: Any, seat: int, played: int, wants_units: bool
+) -> tuple[int, int, tuple[int, ...]]:
+    """The guarantee ``seat`` had before ``played`` (its best card's), the one it kept with
+    ``played`` (units of the whole deal) and the legal cards that keep the best.
+
+    Only the played card's guarantee is needed exactly; each other card's only as far as
+    "worse than, as good as or better than the best so far" until it proves better: one
+    or two null-window passes instead of a search for its exact value."""
+    sign = 1 if wants_units else -1  # the seat takes as many units as it can in koz only
+    cards = tuple(cards_in(position.legal()))
+    values: dict[int, int] = {}  # exact, or a bound on the wrong side of the best so far
+    best = -1
+    for card in (played, *(c for c in cards if c != played)):
         child = _clone(position)
         child.push(card)
-        left = solver.units_left(child, seat) if child.end == END_PLAYING else 0
-        values[card] = child.units[seat] + left
-    return values
+        taken = child.units[seat]
+        if card == played:
+            value = taken + solver.units_left(child, seat)
+        else:
+            near = best - taken  # the best so far, in the child's units left (may be < 0)
+            floor = max(0, near - 1)  # (no unit left is below 0: a floor of 0 is exact)
+            value = taken + solver.units_left(child, seat, near, floor, max(floor, near + 1))
+            if sign * (value - best) > 0:  # better: its exact value, from that side on
+                beyond = value - taken
+                floor, ceiling = (beyond, 13) if wants_units else (0, beyond)
+                value = taken + solver.units_left(child, seat, beyond, floor, ceiling)
+        values[card] = value
+        if card == played or sign * (value - best) > 0:
+            best = value
+    return best, values[played], tuple(c for c in cards if values[c] == best)
 
 
 def _with_stats(par: DealPar, solver: Solver) -> DealPar:
