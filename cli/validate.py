@@ -119,8 +119,8 @@ EXAMPLES = [
     "--chunk-bytes",
     type=click.IntRange(min=1),
     default=DEFAULT_CHUNK_BYTES,
-    hidden=True,  # for tests: small chunks put split points everywhere in a small file
-    help="Payload bytes of .krec frames sent to a worker at a time.",
+    hidden=True,  # for tests: small ranges put split points everywhere in a small file
+    help="Bytes of a .krec file per range sent to a worker (at least 512).",
 )
 def validate(
     files: tuple[str, ...],

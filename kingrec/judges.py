@@ -367,14 +367,17 @@ class JudgePool:
         """The plan of the file ``name`` open now (``ident``, ``size`` bytes), at the head of
         the plans: the one made ahead if it is still this file as it is, else a new one;
         the plans of files passed over are dropped."""
-        while self._plans and self._plans[0].path != name:
-            self._drop(self._plans.popleft())
-        if not self._plans:  # not planned yet: the files to come, up to this one
+        plan: _Plan | None = None
+        if any(one.path == name for one in self._plans):
+            while self._plans[0].path != name:
+                self._drop(self._plans.popleft())
+            plan = self._plans[0]
+        elif not self._plans:  # not planned yet: the files to come, up to this one
             for path in self._expected:
                 if path == name:
                     self._add(self._plan(path))
+                    plan = self._plans[0] if self._plans else None
                     break
-        plan = self._plans[0] if self._plans else None
         if plan is not None and (plan.ident, plan.size, plan.counted) == (ident, size, counted):
             return plan
         if plan is not None:  # changed since it was planned: planned again, as it is now

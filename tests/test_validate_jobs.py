@@ -620,3 +620,68 @@ def test_a_file_that_changes_after_its_ranges_went_ahead_is_judged_as_it_is_open
         with open_records(str(path)) as records:
             serial = _items(validate_records(records, count_clean=True, seen=seen))
     assert parallel == serial
+
+
+def test_a_krec_file_by_another_name_among_the_files_to_come_costs_no_range_twice(
+    files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only .krec names are sent ahead; one by another name is planned at its turn, and the
+    ranges already sent for the files after it are still used, not sent again."""
+    names = ["a.krec", "b.records", "c.krec", "d.krec"]
+    for name in names:
+        shutil.copy(files["invalid among valid"], tmp_path / name)
+    paths = [str(tmp_path / name) for name in names]
+    sent: list[str] = []
+    send = JudgePool._send
+
+    def noted(self: JudgePool, plan: Any, job: Any) -> Any:
+        sent.append(plan.path)
+        return send(self, plan, job)
+
+    monkeypatch.setattr(JudgePool, "_send", noted)
+    seen: set[int] = set()
+    parallel = []
+    with JudgePool(3) as pool:
+        pool.expect(paths, count_clean=True)
+        for path in paths:
+            with open_records(path) as records:
+                parallel.append(
+                    _items(validate_records(records, count_clean=True, seen=seen, pool=pool))
+                )
+    assert sorted(sent) == sorted(paths)  # one range each, sent once
+    seen = set()
+    for path, got in zip(paths, parallel, strict=True):
+        with open_records(path) as records:
+            assert got == _items(validate_records(records, count_clean=True, seen=seen))
+
+
+@pytest.mark.parametrize("change", ["replaced", "grown"])
+def test_a_file_changed_while_the_command_runs_is_reported_as_one_job_reports_it_now(
+    files: dict[str, Path], tmp_path: Path, change: str
+) -> None:
+    """Through the real CLI: the second file's ranges go to the workers while the first is
+    settled; the command is held mid-first-file by its unread output (far bigger than a
+    pipe) while the second is replaced or appended to; its report is that of one job run
+    on the files as they are afterwards."""
+    big = files["big"].read_bytes()
+    held, second = tmp_path / "held.krec", tmp_path / "second.krec"
+    held.write_bytes(big + big[HEADER:] * 20)
+    shutil.copy(files["invalid among valid"], second)
+    args = ["validate", "--json", "--all", "--jobs", "2", str(held), str(second)]
+    with subprocess.Popen([KINGREC, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        assert first.startswith(b"{")  # held from here, long before the second file's turn
+        data = files["repeats across files"].read_bytes()
+        if change == "replaced":
+            (tmp_path / "other.krec").write_bytes(data)
+            os.replace(tmp_path / "other.krec", second)
+        else:
+            with second.open("ab") as f:
+                f.write(data[HEADER:])
+        # Read through the buffer that holds the rest of the first read (communicate would
+        # read the pipe itself, past it); standard error is a line or none.
+        out, err = proc.stdout.read(), proc.stderr.read()
+        proc.wait(timeout=300)
+    one = run("--json", "--all", "--jobs", "1", str(held), str(second))
+    assert (first + out, err, proc.returncode) == (one.stdout, one.stderr, one.returncode)
