@@ -12,7 +12,8 @@ one run measures, over every deal of the file:
   from ``wait4``), deals/s by each and peak RSS,
   also on a file a tenth the size, to show memory does not grow with the file;
 * ``kingrec validate --jobs 2`` (``--validate-jobs``) on the file: wall and CPU time of all
-  its processes (``--only-jobs`` measures only this against ``--jobs 1``, runs interleaved);
+  its processes (``--only-jobs`` measures only this against ``--jobs 1``, runs interleaved,
+  and what two cores give here: two independent one-job runs at once);
 * ``KINGREC_PURE_PYTHON=1 kingrec validate`` on that tenth: the pure-Python validator's
   throughput end to end (every check, not only the replay).
 
@@ -208,6 +209,17 @@ def parallel_ceiling(jobs: int, loops: int = 5_000_000) -> float:
     return jobs * alone / max(together)
 
 
+def pair_ceiling(path: Path, one_job_wall: float, kingrec: Path = KINGREC) -> float:
+    """What two cores give ``kingrec validate`` here now: two independent one-job runs of
+    the file at once, against one alone (``one_job_wall``); 2.0 on two idle cores."""
+    command = [str(kingrec), "validate", "--no-progress", "--jobs", "1", str(path)]
+    start = time.perf_counter()
+    procs = [subprocess.Popen(command, stdout=subprocess.DEVNULL) for _ in range(2)]
+    for proc in procs:
+        proc.wait()
+    return 2 * one_job_wall / (time.perf_counter() - start)
+
+
 def _median(values: list[float]) -> float:
     return sorted(values)[len(values) // 2]
 
@@ -237,6 +249,9 @@ def measure_jobs(path: Path, jobs: int, repeat: int, baseline: Path | None = Non
                 print(f"  {who:>8} --jobs {n}: {wall:6.2f} s wall, {cpu:6.2f} s CPU", flush=True)
     assert len(summaries) == 1, summaries  # the same report whatever the number of jobs
     print(f"  load after: {os.getloadavg()}; parallel ceiling after: {parallel_ceiling(jobs):.2f}x")
+    if jobs == 2:
+        one_wall = _median([t[0] for t in times["this", 1]])
+        print(f"  two independent --jobs 1 runs at once: {pair_ceiling(path, one_wall):.2f}x")
     for who in scripts:
         wall1, cpu1 = (_median([t[i] for t in times[who, 1]]) for i in (0, 1))
         walln, cpun = (_median([t[i] for t in times[who, jobs]]) for i in (0, 1))

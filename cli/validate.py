@@ -119,8 +119,8 @@ EXAMPLES = [
     "--chunk-bytes",
     type=click.IntRange(min=1),
     default=DEFAULT_CHUNK_BYTES,
-    hidden=True,  # for tests: small chunks put split points everywhere in a small file
-    help="Payload bytes of .krec frames sent to a worker at a time.",
+    hidden=True,  # for tests: small ranges put split points everywhere in a small file
+    help="Bytes of a .krec file per range sent to a worker (at least 512).",
 )
 def validate(
     files: tuple[str, ...],
@@ -153,27 +153,33 @@ def validate(
     seen: set[int] = set()  # every record judged in this run: a repeat in any file is a warning
     jobs = jobs or os.cpu_count() or 1
     pool = JudgePool(jobs, chunk_bytes=chunk_bytes) if jobs > 1 else None
-    with (
-        pool or contextlib.nullcontext(),
-        term.progress(file_columns, show=term.wants_bar(progress)) as bar,
-    ):
-        for path in record_paths(files):
-            if isinstance(path, PathProblem):
-                tally.unreadable += 1
-                _unreadable(term, choices, path.path, path.code, path.message)
-                continue
-            if isinstance(path, NotRecords):
-                tally.skipped += 1
-                _skipped(term, choices, path)
-                continue
-            try:
-                with user_errors(), open_records(path) as records:
-                    tally.files += 1
-                    for item in _reports(records, bar, show_all, seen, pool):
-                        _emit(term, item, tally, choices)
-            except Failed as exc:
-                tally.unreadable += 1
-                _unreadable(term, choices, path, exc.code, exc.format_message())
+    paths = list(record_paths(files))
+    with pool or contextlib.nullcontext():
+        if pool is not None:
+            # The workers start on the next files while one is settled; forked before the
+            # progress bar's thread starts (spawned, each would import kingrec afresh).
+            expected = [p for p in paths if isinstance(p, str)]
+            pool.expect(expected, count_clean=not show_all)
+            if any(p.lower().endswith(".krec") for p in expected):
+                pool.start()
+        with term.progress(file_columns, show=term.wants_bar(progress)) as bar:
+            for path in paths:
+                if isinstance(path, PathProblem):
+                    tally.unreadable += 1
+                    _unreadable(term, choices, path.path, path.code, path.message)
+                    continue
+                if isinstance(path, NotRecords):
+                    tally.skipped += 1
+                    _skipped(term, choices, path)
+                    continue
+                try:
+                    with user_errors(), open_records(path) as records:
+                        tally.files += 1
+                        for item in _reports(records, bar, show_all, seen, pool):
+                            _emit(term, item, tally, choices)
+                except Failed as exc:
+                    tally.unreadable += 1
+                    _unreadable(term, choices, path, exc.code, exc.format_message())
     if as_json:
         term.json(summary_object(tally))
     else:

@@ -18,11 +18,12 @@ from kingrec.checksum import crc32
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
+from libc.string cimport memchr
 
 from kingrec._framing cimport FRAME_HEADER as HEADER_SIZE, header_sound, whole_frame
 from kingrec._framing cimport le32 as _le32
 
-__all__ = ["scan_frames", "walk_headers"]
+__all__ = ["find_frame", "scan_frames", "walk_headers"]
 
 cdef object _payload_crc = crc32
 
@@ -91,3 +92,40 @@ cdef tuple _walk(const unsigned char* data, Py_ssize_t start, Py_ssize_t end, Py
         pos += HEADER_SIZE + <Py_ssize_t>length
         frames += 1
     return frames, pos, True
+
+
+def find_frame(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t bound, Py_ssize_t max_payload,
+               Py_ssize_t limit):
+    """The first sound frame header at or after ``start``: see ``_frames_py.find_frame``."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        if not (0 <= start <= end <= view.len) or max_payload < 0:
+            raise ValueError(
+                f"find_frame: need 0 <= start <= end <= {view.len} and max_payload >= 0, "
+                f"got start={start}, end={end}, max_payload={max_payload}"
+            )
+        return _find(<const unsigned char*>view.buf, start, end, bound, max_payload, limit)
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef Py_ssize_t _find(const unsigned char* data, Py_ssize_t start, Py_ssize_t end,
+                      Py_ssize_t bound, Py_ssize_t max_payload, Py_ssize_t limit) noexcept nogil:
+    # Each candidate is a "K" found by memchr: a stretch of bad headers (or of marker bytes)
+    # costs a header checksum per marker, never a payload's.
+    cdef Py_ssize_t last = end - HEADER_SIZE + 1  # the candidates are < last
+    cdef Py_ssize_t at = start
+    cdef const unsigned char* hit
+    if limit < last - start:
+        last = start + limit
+    while at < last:
+        hit = <const unsigned char*>memchr(data + at, 0x4B, last - at)  # b"K"
+        if hit == NULL:
+            return -1
+        at = hit - data
+        if (header_sound(hit, max_payload)
+                and bound - at - HEADER_SIZE >= <Py_ssize_t>_le32(hit + 4)):
+            return at
+        at += 1
+    return -1

@@ -3,8 +3,8 @@
 ``scan_frames`` takes the happy path in bulk: consecutive intact frames from one position of
 a buffer. It judges nothing else; when a frame is incomplete or bad it stops there and the
 reader (``kingrec.container``) works out what happened, in Python, once for both twins.
-``walk_headers`` only walks the frame headers (``kingrec.judges`` cuts a file into spans of
-whole frames with it; the workers check the payloads).
+``walk_headers`` only walks the frame headers and ``find_frame`` finds the first one at or
+after an offset (a ``kingrec.judges`` worker syncs to its byte range of a file with them).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import struct
 
 from .checksum import crc32
 
-__all__ = ["scan_frames", "walk_headers"]
+__all__ = ["find_frame", "scan_frames", "walk_headers"]
 
 _HEADER = struct.Struct("<4sIII")  # marker, payload length, crc32(payload), crc32(header[:12])
 _MARKER = b"KRF1"
@@ -95,3 +95,44 @@ def walk_headers(
             pos += _HEADER_SIZE + length
             frames += 1
         return frames, pos, True
+
+
+def find_frame(
+    buf: bytes | bytearray | memoryview,
+    start: int,
+    end: int,
+    bound: int,
+    max_payload: int,
+    limit: int,
+) -> int:
+    """The first offset ``at``, ``start <= at < start + limit``, where a sound frame header
+    lies wholly before ``end`` (marker, header checksum, length at most ``max_payload``) whose
+    payload ends at or before ``bound`` (as for ``walk_headers``: the end of the file, in the
+    buffer's coordinates); -1 if there is none.
+
+    The payload's checksum is not read, and header-shaped bytes inside a payload are found
+    like a frame: a ``kingrec.judges`` worker syncs to its byte range with this, checks the
+    payloads as it takes the frames, and its parent checks that they follow on from the
+    frames before.
+    """
+    with memoryview(buf) as raw, raw.cast("B") as view:
+        if not 0 <= start <= end <= len(view) or max_payload < 0:
+            raise ValueError(
+                f"find_frame: need 0 <= start <= end <= {len(view)} and max_payload >= 0, "
+                f"got start={start}, end={end}, max_payload={max_payload}"
+            )
+        data = buf if isinstance(buf, (bytes, bytearray)) else view.tobytes()
+        # Markers that start before ``start + limit`` with a whole header before ``end``.
+        last = min(start + limit, end - _HEADER_SIZE + 1)  # the candidates are < last
+        stop = max(start, last + len(_MARKER) - 1)
+        at = data.find(_MARKER, start, stop)
+        while at >= 0:
+            _, length, _, header_crc = _HEADER.unpack_from(view, at)
+            if (
+                length <= max_payload
+                and crc32(view[at : at + 12]) == header_crc
+                and at + _HEADER_SIZE + length <= bound
+            ):
+                return at
+            at = data.find(_MARKER, at + 1, stop)
+        return -1

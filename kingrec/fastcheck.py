@@ -66,7 +66,13 @@ class _Checker(Protocol):
     def check_run(self, payloads: list[bytes], /) -> tuple[int, int, list[int], bytes]: ...
 
     def check_frames(
-        self, buf: bytearray, start: int, end: int, max_payload: int, max_frames: int, /
+        self,
+        buf: bytearray | memoryview,
+        start: int,
+        end: int,
+        max_payload: int,
+        max_frames: int,
+        /,
     ) -> tuple[int, bytes, int, int, list[int], list[bytes], bytes]: ...
 
 

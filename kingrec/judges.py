@@ -6,18 +6,25 @@ key) needs nothing but the frames, so worker processes do it; the second (the ru
 duplicate set) depends on every record before, so this process does it, in file order, with
 the same code as the serial path.
 
-This process walks the frame headers of the file and cuts it into spans of whole frames of
-about ``chunk_bytes``; a worker reads its span itself and takes it only if the frame loop of
-the reader (``scan_frames``) takes every frame of it whole, checksums and all. From the first
-thing that is not a sound frame (a bad header, a frame that runs past the end, a span a worker
-refuses, a file that changed) to the end of the file, the file is read here by the reader
-itself, resumed at the last frame start known to be good: damage, resyncs and a truncated
-last frame are then found and worded exactly as on one core. So the report does not depend on
-the number of jobs, by construction, and only sound stretches are ever split.
+Each file is cut into byte ranges of about ``chunk_bytes``, and this process reads none of
+them. A worker reads its range itself, finds the first frame that starts in it
+(``find_frame``: a sound header whose payload lies within the file), takes the frames that
+start in the range as the reader takes them (headers, payloads, checksums), does stage one
+of them and sends back what stage two needs: counts, the clean records' keys packed, the
+few records with something to report. Header-shaped bytes inside a payload could fool a
+sync, so a range is taken only where it follows on: its first frame must start where the
+frames before it end; one that does not is judged again from there. From the first thing
+that is not a sound frame (a bad header, a frame that runs past the end, a file that
+changed) to the end of the file, the file is read here by the reader itself, resumed at the
+last frame start known good: damage, resyncs and a truncated last frame are then found and
+worded exactly as on one core. So the report does not depend on the number of jobs, by
+construction, and only sound stretches are ever split.
 
-Only a bounded window of spans is in flight: memory stays flat however big the file. The
-workers die with the pool: it is terminated when the run ends, fails or is interrupted, and
-they end themselves if this process disappears (``kingrec.simrun``'s convention).
+Told the files to come (``JudgePool.expect``), the pool sends the ranges of the next files
+while this one is settled, so many small files keep every worker busy too. Only a bounded
+window of ranges is in flight: memory stays flat however big the files. The workers die
+with the pool: closed and joined when the run ends well, terminated when it fails or is
+interrupted, and they end themselves if this process disappears (``kingrec.workers``).
 """
 
 from __future__ import annotations
@@ -27,8 +34,8 @@ import os
 import stat
 import threading
 from collections import deque
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, BinaryIO, overload
 
@@ -63,35 +70,42 @@ if TYPE_CHECKING:  # multiprocessing is loaded with the first pool: one job need
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "JudgePool", "can_read_by_offset", "validate_here"]
 
-DEFAULT_CHUNK_BYTES = 4 << 20  # payload bytes per span sent to a worker
-_WINDOW_PER_JOB = 2  # spans in flight per worker: one being judged, one waiting
-_BLOCK = 1 << 18  # bytes read at a time while walking the frame headers
+DEFAULT_CHUNK_BYTES = 4 << 20  # bytes of a file per range sent to a worker
+MIN_CHUNK_BYTES = 512  # a smaller range would cost more in tasks than it splits
+_WINDOW_PER_JOB = 2  # ranges in flight per worker: one being judged, one waiting
+# Bytes a worker reads past its range at once: the frame that starts in the range and ends
+# past it mostly fits (a longer one is read in a second go).
+_MARGIN = 64 << 10
 # Bytes read at a time when judging in this process: any sound frame fits whole after a
 # block's worth of frames (MAX_FRAME_BYTES is 1 MiB).
 _HERE_BLOCK = (4 << 20) + MAX_FRAME_BYTES + FRAME_HEADER_SIZE
 
 Verdict = MatchReport | Damage | CleanMatches
-# A worker's answer for a span: per piece its first frame index, its frames' offsets and
-# stage one's result; None when the span is not all sound frames.
+# Stage one of a piece of frames: its first frame's index, its frames' offsets, the result.
 _Piece = tuple[int, list[int], JudgedRun | list[tuple[MatchReport | Damage, int]]]
-_Judged = list[_Piece] | None
 
 
 @dataclass(frozen=True)
-class _Span:
-    """Whole frames ``first ..`` in bytes ``[start, stop)`` of the file, headers sound."""
+class _Range:
+    """Bytes ``[start, stop)`` of a file: its frames are those that start there. ``known``:
+    a frame starts at ``start`` (else the worker finds the first)."""
 
     start: int
     stop: int
-    first: int
+    known: bool
 
 
 @dataclass(frozen=True)
-class _Rest:
-    """From frame ``index`` at byte ``offset`` to the end: for the reader itself."""
+class _Taken:
+    """What a worker took of a range: ``frames`` frames in a row from byte ``first`` (None:
+    no frame header starts in the range), ending at ``end``: at or past the range's stop, or
+    before it where the next frame is not whole and sound. The frame indices of ``pieces``
+    count from the first frame taken: only this process knows how many frames come before."""
 
-    offset: int
-    index: int
+    first: int | None
+    end: int
+    frames: int
+    pieces: list[_Piece]
 
 
 def _twins_named(name: str) -> _twins.Twins:
@@ -102,44 +116,73 @@ def _twins_named(name: str) -> _twins.Twins:
     return _twins.COMPILED
 
 
-# A worker's one read buffer, reused span after span (a fresh one each time costs a tenth of
-# the checking in page faults).
+# A worker's one read buffer, reused range after range (a fresh one each time costs a tenth
+# of the checking in page faults).
 _buffer = bytearray()
 
 
-def _judge_span(
-    path: str, ident: tuple[int, int], name: str, span: _Span, counted: bool, twins_name: str
-) -> _Judged:
-    """Stage one for every frame of a span, in a worker (plain, picklable values)."""
+def _read_into(fd: int, at: int, offset: int, size: int) -> int:
+    """Read up to ``size`` bytes of the file from ``offset`` into ``_buffer[at:]``; how many."""
+    if len(_buffer) < at + size:
+        _buffer.extend(bytes(at + size - len(_buffer)))
+    got = 0
+    with memoryview(_buffer) as view:
+        while got < size:
+            with view[at + got : at + size] as room:
+                more = os.preadv(fd, [room], offset + got)
+            if not more:
+                break
+            got += more
+    return got
+
+
+def _judge_range(
+    path: str, ident: tuple[int, int], name: str, job: _Range, counted: bool, twins_name: str
+) -> _Taken | None:
+    """Stage one for the frames that start in a range of a file, in a worker (plain,
+    picklable values); None when ``path`` is not the file this process opened."""
     twins = _twins_named(twins_name)
-    with open(path, "rb") as f:
-        if _identity(f) != ident:
-            return None  # not the file the parent opened: it reads the rest itself
-        size = span.stop - span.start
-        if len(_buffer) < size:
-            _buffer.extend(bytes(size - len(_buffer)))
-        with memoryview(_buffer) as view, view[:size] as room:
-            got = os.preadv(f.fileno(), [room], span.start)
-    if got != size:
-        return None  # the file is shorter than it was: the reader will say what is left
-    if counted:  # the frames judged where they lie: nothing made per clean frame
-        ends = list(_judged_pieces(_buffer, size, span.start, span.first, name, twins))
-        end = ends[-1][1] if ends else 0
-        return [one for one, _ in ends] if end == size else None
-    payloads, offsets, end = twins.frames.scan_frames(_buffer, 0, size, MAX_FRAME_BYTES)
-    if end != size:
-        return None  # damage (or a file that changed under us): the reader will say what
-    run = FrameRun(span.first, [span.start + at for at in offsets], payloads)
-    out: list[_Piece] = []
-    for piece in pieces([run]):
-        assert isinstance(piece, FrameRun)
-        judged = judge_frames(piece.payloads, run_locations(piece, name), twins=twins)
-        out.append((piece.first, piece.offsets, judged))
-    return out
+    frames = twins.frames
+    try:
+        with open(path, "rb") as f:
+            if _identity(f) != ident:
+                return None  # not the file the parent opened: it reads the rest itself
+            fd = f.fileno()
+            length = job.stop - job.start
+            bound = os.fstat(fd).st_size - job.start  # the file's end, from the range's start
+            got = _read_into(fd, 0, job.start, max(0, min(bound, length + _MARGIN)))
+            if job.known:
+                at = 0
+            else:
+                at = frames.find_frame(_buffer, 0, got, bound, MAX_FRAME_BYTES, length)
+                if at < 0:
+                    return _Taken(None, job.start, 0, [])
+            # Where the frames that start in the range end, by their headers; the payloads
+            # and their checksums are taken as they are judged, below.
+            _, stop, _ = frames.walk_headers(_buffer, at, got, bound, MAX_FRAME_BYTES, length - at)
+            if stop > got:  # the last of them ends past what was read
+                got += _read_into(fd, got, job.start + got, stop - got)
+    except OSError:
+        return None  # gone, or unreadable now: the parent reads what is left itself
+    end = min(stop, got)
+    if counted:  # judged where they lie: nothing made per clean frame
+        with memoryview(_buffer) as view, view[at:end] as room:
+            judged = list(_judged_pieces(room, end - at, job.start + at, 0, name, twins))
+        out = [piece for piece, _ in judged]
+        taken = at + (judged[-1][1] if judged else 0)
+    else:
+        payloads, offsets, taken = frames.scan_frames(_buffer, at, end, MAX_FRAME_BYTES)
+        run = FrameRun(0, [job.start + offset for offset in offsets], payloads)
+        out = []
+        for piece in pieces([run]):
+            assert isinstance(piece, FrameRun)
+            judged_frames = judge_frames(piece.payloads, run_locations(piece, name), twins=twins)
+            out.append((piece.first, piece.offsets, judged_frames))
+    return _Taken(job.start + at, job.start + taken, sum(len(one[1]) for one in out), out)
 
 
 def _judged_pieces(
-    buf: bytearray, size: int, base: int, first: int, name: str, twins: _twins.Twins
+    buf: bytearray | memoryview, size: int, base: int, first: int, name: str, twins: _twins.Twins
 ) -> Iterator[tuple[_Piece, int]]:
     """Stage one (``judge_run``) of the sound frames in a row at the start of ``buf[:size]``,
     the file's bytes from offset ``base`` on, the first being frame ``first``: judged where
@@ -167,37 +210,6 @@ def _judged_pieces(
         pos = stop
 
 
-def _walk(fd: int, size: int, chunk_bytes: int, twins: _twins.Twins) -> Iterator[_Span | _Rest]:
-    """The file's spans of sound frame headers in order, then where the reader takes over.
-
-    Only headers are judged here (marker, checksum, length, the payload within the file),
-    as the reader judges them, by the frame twins' ``walk_headers`` a block at a time; the
-    payloads' checksums are the worker's to check.
-    """
-    walk_headers = twins.frames.walk_headers
-    pos, index = FILE_HEADER_SIZE, 0
-    start, first = pos, index
-    block = bytearray(_BLOCK)  # one buffer, reused: a fresh one per read costs page faults
-    while pos < size:
-        got = os.preadv(fd, [block], pos)
-        if got < FRAME_HEADER_SIZE:
-            break
-        # Headers of this block, until the span is full; ``bound`` is the file's end.
-        frames, stop, sound = walk_headers(
-            block, 0, got, size - pos, MAX_FRAME_BYTES, chunk_bytes - (pos - start)
-        )
-        pos += stop
-        index += frames
-        if not sound:
-            break
-        if pos - start >= chunk_bytes:
-            yield _Span(start, pos, first)
-            start, first = pos, index
-    if pos > start:
-        yield _Span(start, pos, first)
-    yield _Rest(pos, index)
-
-
 class _FramePayloads(Sequence[bytes]):
     """The payloads of frames at known offsets of a file, read when asked for (stage two
     reads only the clean records seen before in the run)."""
@@ -223,11 +235,30 @@ class _FramePayloads(Sequence[bytes]):
         return os.pread(self._fd, length, at + FRAME_HEADER_SIZE)
 
 
+class _Plan:
+    """A file's ranges: those sent to the workers (in order, with their results to come)
+    and those still to send. ``counted``: judged for ``count_clean`` (``validate_runs``)."""
+
+    def __init__(
+        self, path: str, ident: tuple[int, int], size: int, chunk_bytes: int, counted: bool
+    ) -> None:
+        self.path = path
+        self.ident = ident
+        self.size = size
+        self.counted = counted
+        starts = range(FILE_HEADER_SIZE, size, chunk_bytes)
+        self.todo = (
+            _Range(at, min(at + chunk_bytes, size), at == FILE_HEADER_SIZE) for at in starts
+        )
+        self.sent: deque[tuple[_Range, multiprocessing.pool.AsyncResult[_Taken | None]]] = deque()
+
+
 class JudgePool:
     """``jobs`` worker processes judging the frames of one .krec file after another.
 
     Use it as a context manager (the workers are stopped on leaving it) and pass it to
-    ``kingrec.validation.validate_records``. The workers start with the first span.
+    ``kingrec.validation.validate_records``. The workers start with the first range. Tell it
+    the files to come (``expect``) and it keeps the workers busy across files.
     """
 
     def __init__(
@@ -242,9 +273,14 @@ class JudgePool:
         if chunk_bytes < 1:
             raise ValueError(f"chunk_bytes must be at least 1, not {chunk_bytes}")
         self.jobs = jobs
-        self.chunk_bytes = chunk_bytes
+        self.chunk_bytes = max(chunk_bytes, MIN_CHUNK_BYTES)
         self.twins = twins or _twins.ACTIVE
         self._pool: multiprocessing.pool.Pool | None = None
+        self._expected: Iterator[str] = iter(())  # files to come, not planned yet
+        self._plans: deque[_Plan] = deque()  # planned files, in the order they are judged
+        self._unsent: deque[_Plan] = deque()  # those with ranges still to send, in order
+        self._in_flight = 0  # ranges sent whose results are not taken yet
+        self._counted = False  # what the files to come are to be judged for
 
     def __enter__(self) -> JudgePool:
         return self
@@ -262,6 +298,9 @@ class JudgePool:
         self._end(ended_well=False)
 
     def _end(self, *, ended_well: bool) -> None:
+        self._expected = iter(())
+        while self._plans:
+            self._drop(self._plans.popleft())
         if self._pool is not None:
             from .workers import end_pool  # loaded with the pool
 
@@ -279,9 +318,27 @@ class JudgePool:
             self._pool = worker_pool(self.jobs, method)
         return self._pool
 
+    def start(self) -> None:
+        """Start the workers now rather than with the first range. Called while this process
+        runs no other thread (before a progress bar's), they are forked: running in
+        milliseconds, kingrec already imported. Started later, with another thread about,
+        each is a fresh interpreter (spawned), which costs it some 0.3 s of CPU importing."""
+        self._workers()
+
     def can_split(self, records: RecordFile) -> bool:
         """Whether the workers can read ``records`` themselves: a regular .krec file."""
         return can_read_by_offset(records)
+
+    def expect(self, paths: Iterable[str], *, count_clean: bool) -> None:
+        """The files the next ``validate_file`` calls are for, in order (some may never
+        come: a file that cannot be opened, or is no .krec file after all): the ranges of
+        the ``.krec`` ones are sent ahead of their turn, as the workers have room, judged
+        for ``count_clean`` as ``validate_file`` will be asked. Replaces what was expected.
+        """
+        while self._plans:
+            self._drop(self._plans.popleft())
+        self._expected = iter(paths)
+        self._counted = count_clean and checker_of(self.twins) is not None
 
     def validate_file(
         self, records: RecordFile, *, count_clean: bool, seen: set[int]
@@ -297,56 +354,167 @@ class JudgePool:
                 )
                 return
             check_file_header(f, records.name)
-            yield from self._validate(f, _identity(f), records, count_clean, seen)
+            counted = count_clean and checker_of(self.twins) is not None
+            plan = self._turn(records.name, _identity(f), os.fstat(f.fileno()).st_size, counted)
+            try:
+                yield from self._validate(f, plan, records, counted, seen)
+            finally:
+                self._drop(plan)
+                if self._plans and self._plans[0] is plan:
+                    self._plans.popleft()
+
+    def _turn(self, name: str, ident: tuple[int, int], size: int, counted: bool) -> _Plan:
+        """The plan of the file ``name`` open now (``ident``, ``size`` bytes), at the head of
+        the plans: the one made ahead if it is still this file as it is, else a new one;
+        the plans of files passed over are dropped."""
+        plan: _Plan | None = None
+        if any(one.path == name for one in self._plans):
+            while self._plans[0].path != name:
+                self._drop(self._plans.popleft())
+            plan = self._plans[0]
+        elif not self._plans:  # not planned yet: the files to come, up to this one
+            for path in self._expected:
+                if path == name:
+                    self._add(self._plan(path))
+                    plan = self._plans[0] if self._plans else None
+                    break
+        if plan is not None and (plan.ident, plan.size, plan.counted) == (ident, size, counted):
+            return plan
+        if plan is not None:  # changed since it was planned: planned again, as it is now
+            self._drop(self._plans.popleft())
+        plan = _Plan(name, ident, size, self.chunk_bytes, counted)
+        self._plans.appendleft(plan)
+        self._unsent.appendleft(plan)
+        return plan
+
+    def _plan(self, path: str) -> _Plan | None:
+        """A plan for a file to come, if it looks like a regular .krec file now."""
+        if not path.lower().endswith(".krec"):
+            return None  # JSON, or a name that says nothing: judged when it comes
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        ident = (info.st_dev, info.st_ino)
+        return _Plan(path, ident, info.st_size, self.chunk_bytes, self._counted)
+
+    def _add(self, plan: _Plan | None) -> None:
+        if plan is not None:
+            self._plans.append(plan)
+            self._unsent.append(plan)
+
+    def _drop(self, plan: _Plan) -> None:
+        """Forget a plan's results to come (the workers finish them; nobody reads them)."""
+        self._in_flight -= len(plan.sent)
+        plan.sent.clear()
+        with contextlib.suppress(ValueError):
+            self._unsent.remove(plan)
+
+    def _send(self, plan: _Plan, job: _Range) -> multiprocessing.pool.AsyncResult[_Taken | None]:
+        args = (plan.path, plan.ident, plan.path, job, plan.counted, self.twins.name)
+        return self._workers().apply_async(_judge_range, args)
+
+    def _feed(self) -> None:
+        """Send ranges, in the order they are settled, until the window is full."""
+        window = _WINDOW_PER_JOB * self.jobs
+        while self._in_flight < window:
+            if not self._unsent:
+                for path in self._expected:
+                    self._add(self._plan(path))
+                    if self._unsent:
+                        break
+                else:
+                    return
+            plan = self._unsent[0]
+            job = next(plan.todo, None)
+            if job is None:
+                self._unsent.popleft()
+                continue
+            plan.sent.append((job, self._send(plan, job)))
+            self._in_flight += 1
+
+    def _next(self, plan: _Plan) -> tuple[_Range, _Taken | None] | None:
+        """The next range of the file being judged with what the worker took of it; None
+        when every range is done."""
+        if not plan.sent:  # the window is full of later files' ranges: this one's first
+            job = next(plan.todo, None)
+            if job is None:
+                return None
+            plan.sent.append((job, self._send(plan, job)))
+            self._in_flight += 1
+        job, result = plan.sent.popleft()
+        self._in_flight -= 1
+        taken = result.get()
+        self._feed()  # the workers go on while this range is settled
+        return job, taken
 
     def _validate(
-        self,
-        f: BinaryIO,
-        ident: tuple[int, int],
-        records: RecordFile,
-        count_clean: bool,
-        seen: set[int],
+        self, f: BinaryIO, plan: _Plan, records: RecordFile, counted: bool, seen: set[int]
     ) -> Iterator[Verdict]:
         fd, name, twins = f.fileno(), records.name, self.twins
-        counted = count_clean and checker_of(twins) is not None
-        size = os.fstat(fd).st_size
-        window = _WINDOW_PER_JOB * self.jobs
-        pending: deque[tuple[_Span, multiprocessing.pool.AsyncResult[_Judged]]] = deque()
-        rest: _Rest | None = None  # where the reader itself takes over
-
-        def settle() -> Iterator[Verdict]:
-            """The items of the oldest span in flight; sets ``rest`` if it was refused."""
-            nonlocal rest
-            span, result = pending.popleft()
-            judged = result.get()
-            if judged is None:
-                rest = _Rest(span.start, span.first)
-                pending.clear()  # what follows a refused span is read again by the reader
-                return
-            yield from _settle(judged, fd, name, seen, twins)
-            records.note_read(span.stop)
-
-        walked = _Rest(FILE_HEADER_SIZE, 0)
-        for item in _walk(fd, size, self.chunk_bytes, twins):
-            if isinstance(item, _Rest):
-                walked = item
-                break
-            args = (records.name, ident, name, item, counted, twins.name)
-            pending.append((item, self._workers().apply_async(_judge_span, args)))
-            # Report what is done as soon as it is; wait once the window is full.
-            while rest is None and pending and (len(pending) >= window or pending[0][1].ready()):
-                yield from settle()
-            if rest is not None:
-                break
-        while rest is None and pending:
-            yield from settle()
-        rest = rest or walked
+        self._feed()
+        at, index = FILE_HEADER_SIZE, 0  # where the frames settled so far end, and how many
+        while (got := self._next(plan)) is not None:
+            job, taken = got
+            if at >= job.stop:
+                continue  # inside the frame before: no frame starts in this range
+            if taken is not None and taken.first != at:
+                # Not following on (a sync on frame-shaped bytes inside a payload, or no
+                # sound frame where the frames before end): judged again from there.
+                again = _Range(at, job.stop, known=True)
+                taken = self._send(plan, again).get()
+            if taken is None:
+                break  # not the file this process opened any more: the reader's
+            yield from _settle_taken(taken, index, fd, name, seen, twins)
+            at, index = taken.end, index + taken.frames
+            records.note_read(at)
+            if at < job.stop:
+                break  # a frame that is not whole and sound: the reader's
         # The reader itself from the last frame start known good: damage, or nothing (or
-        # frames appended since the walk) at the end of the file.
-        f.seek(rest.offset)
-        runs = located_runs(read_frame_runs_from(f, name, rest.offset, rest.index), name)
-        yield from validate_runs(runs, name, count_clean=count_clean, twins=twins, seen=seen)
-        records.note_read(size)
+        # frames appended since the file was opened) at the end of the file.
+        f.seek(at)
+        runs = located_runs(read_frame_runs_from(f, name, at, index), name)
+        yield from validate_runs(runs, name, count_clean=counted, twins=twins, seen=seen)
+        records.note_read(os.fstat(fd).st_size)
+
+
+def _settle_taken(
+    taken: _Taken, first: int, fd: int, name: str, seen: set[int], twins: _twins.Twins
+) -> Iterator[Verdict]:
+    """Stage two of what a worker took of a range whose first frame is frame ``first``."""
+    if first:
+        taken_pieces = [
+            (
+                at + first,
+                offsets,
+                replace(one, reports=_placed(one.reports, first, fd, twins))
+                if isinstance(one, JudgedRun)
+                else _placed(one, first, fd, twins),
+            )
+            for at, offsets, one in taken.pieces
+        ]
+    else:
+        taken_pieces = taken.pieces
+    yield from _settle(taken_pieces, fd, name, seen, twins)
+
+
+def _placed(
+    reports: list[tuple[MatchReport | Damage, int]], first: int, fd: int, twins: _twins.Twins
+) -> list[tuple[MatchReport | Damage, int]]:
+    """A worker's reports (with their keys) with the frame indices of the file, where the
+    frame counted from the range is frame ``first`` of the file."""
+    out: list[tuple[MatchReport | Damage, int]] = []
+    for report, key in reports:
+        where = replace(report.location, frame=(report.location.frame or 0) + first)
+        if isinstance(report, MatchReport):
+            report.location = where
+            out.append((report, key))
+        else:  # damage is worded with its frame's index: judged again here, where it lies
+            payload = _FramePayloads(fd, [where.offset or 0])[0]
+            out.append((judge_payload(payload, where, twins.engine), key))
+    return out
 
 
 def _settle(

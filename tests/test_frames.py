@@ -263,6 +263,114 @@ def test_the_walk_twins_agree_and_walk_where_the_scan_takes_frames(
         assert frames >= len(payloads) and stop >= scan_stop
 
 
+# -- finding the first frame at or after an offset (a --jobs worker syncs with it) ---------
+
+Find = Callable[[bytes | bytearray | memoryview, int, int, int, int, int], int]
+
+
+def _find_twins() -> list[object]:
+    params: list[object] = [pytest.param(_frames_py.find_frame, id="python")]
+    if COMPILED is None:
+        params.append(pytest.param(None, id="cython", marks=pytest.mark.skip("not built")))
+    else:
+        params.append(pytest.param(COMPILED.find_frame, id="cython"))
+    return params
+
+
+@pytest.fixture(params=_find_twins())
+def find(request: pytest.FixtureRequest) -> Find:
+    """A ``find_frame`` twin."""
+    return request.param  # type: ignore[no-any-return]
+
+
+def test_the_first_sound_header_at_or_after_start_is_found(find: Find) -> None:
+    first, second = _frame(b"first"), _frame(b"second")
+    buf = first + second
+    n = len(buf)
+    assert find(buf, 0, n, n, MAX, n) == 0
+    assert find(buf, 1, n, n, MAX, n) == len(first)
+    assert find(buf, len(first) + 1, n, n, MAX, n) == -1
+
+
+def test_marker_bytes_bad_headers_and_frames_past_the_bound_are_passed_over(find: Find) -> None:
+    junk = b"KRF1KRF1" + b"KRF2" + _frame(b"xyz")[:13] + b"\x00" + _frame(b"xyz")[14:]
+    over = _header(MAX + 1, 0) + b"\x00" * 4
+    buf = junk + over + _frame(b"found")
+    n = len(buf)
+    assert find(buf, 0, n, n, MAX, n) == len(junk) + len(over)
+    # A sound header whose payload runs past the bound (the file's end) is no frame.
+    assert find(buf, 0, n, n - 1, MAX, n) == -1
+    # Past the buffer but not the bound it is: the buffer need only hold the header.
+    assert find(buf, 0, n - 2, n, MAX, n) == len(junk) + len(over)
+    # The payload's checksum is not read.
+    bad_payload = _header(3, zlib.crc32(b"xyz") ^ 1) + b"xyz"
+    assert find(b"\x00" + bad_payload, 0, 20, 20, MAX, 20) == 1
+
+
+def test_a_frame_inside_a_payload_is_found_as_a_frame(find: Find) -> None:
+    """The sync cannot tell header-shaped bytes in a payload from a frame: the caller must
+    check that what it took follows on from the frames before."""
+    inner = _frame(b"looks like a frame")
+    buf = _frame(b"<" + inner + b">")
+    n = len(buf)
+    assert find(buf, 1, n, n, MAX, n) == 16 + 1
+
+
+def test_only_headers_starting_before_the_limit_are_found(find: Find) -> None:
+    buf = b"\x00" * 5 + _frame(b"a")
+    n = len(buf)
+    assert find(buf, 0, n, n, MAX, 5) == -1
+    assert find(buf, 0, n, n, MAX, 6) == 5
+    assert find(buf, 2, n, n, MAX, 3) == -1
+    assert find(buf, 2, n, n, MAX, 4) == 5
+    assert find(buf, 0, n, n, MAX, -3) == -1
+    assert find(buf, 0, n, n, MAX, 10**9) == 5
+
+
+@pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
+def test_find_takes_any_buffer(find: Find, kind: Callable[[bytes], bytes]) -> None:
+    data = b"\xff" * 3 + _frame(b"one")
+    n = len(data)
+    assert find(kind(data), 0, n, n, MAX, n) == 3
+    assert find(memoryview(data)[1:], 0, n - 1, n - 1, MAX, n) == 2
+
+
+def test_find_arguments_outside_the_buffer_are_refused(find: Find) -> None:
+    with pytest.raises(ValueError, match="find_frame"):
+        find(b"x" * 10, 0, 11, 11, MAX, 11)
+    with pytest.raises(ValueError, match="find_frame"):
+        find(b"x" * 10, 5, 4, 11, MAX, 11)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(_segments, max_size=12), data=st.data())
+def test_the_find_twins_agree_and_find_the_first_frame_the_walk_would_take(
+    parts: list[bytes], data: st.DataObject
+) -> None:
+    buf = b"".join(parts)
+    end = data.draw(st.integers(0, len(buf)))
+    start = data.draw(st.integers(0, end))
+    bound = data.draw(st.sampled_from([end, len(buf), len(buf) + 100]) | st.integers(0, 10**4))
+    limit = data.draw(st.sampled_from([10**9, end - start, 0]) | st.integers(-5, len(buf) + 5))
+    max_payload = data.draw(st.sampled_from([0, 40, MAX, 2**31]))
+
+    reference = _frames_py.find_frame(buf, start, end, bound, max_payload, limit)
+    if COMPILED is not None:
+        got = COMPILED.find_frame(bytearray(buf), start, end, bound, max_payload, limit)
+        assert got == reference
+    # Brute force: the first offset from which the walk takes a frame.
+    walk = _frames_py.walk_headers
+    expected = next(
+        (
+            at
+            for at in range(start, min(start + limit, end))
+            if walk(buf, at, end, bound, max_payload, 1)[:2] != (0, at)
+        ),
+        -1,
+    )
+    assert reference == expected
+
+
 def test_the_format_crc32_is_zlibs_on_any_bytes_and_buffer() -> None:
     for size in (0, 1, 15, 16, 63, 64, 65, 4976, 70_001):
         data = bytes((i * 131 + size) & 0xFF for i in range(size))

@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from typing import Any
 import pytest
 
 from kingrec import _twins, judges
-from kingrec.container import KrecWriter
+from kingrec.container import MAGIC, Frame, KrecWriter, read_frames
 from kingrec.fastcheck import validate_runs
 from kingrec.findings import CleanMatches
 from kingrec.judges import JudgePool
@@ -33,6 +35,7 @@ from kingrec.validation import validate_records
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 KINGREC = str(Path(sys.executable).parent / "kingrec")
 HEADER = 12  # the .krec file header
+DEFAULT_CHUNK = judges.DEFAULT_CHUNK_BYTES
 
 
 def run(*args: str, pure: bool = False) -> subprocess.CompletedProcess[bytes]:
@@ -298,6 +301,31 @@ def test_ctrl_c_during_several_jobs_exits_130_and_leaves_no_worker(
     assert _session(proc.pid) == {}
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_with_a_progress_bar_the_workers_are_still_forked_not_spawned(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """The bar runs a thread; the workers are started before it, so they are forks of the
+    command (each spawned interpreter would spend some 0.3 s of CPU importing kingrec)."""
+    big = files["big"].read_bytes()
+    held = tmp_path / "held.krec"
+    held.write_bytes(big + big[HEADER:] * 20)
+    command = [KINGREC, "validate", "--progress", "--json", "--all", "--jobs", "2", str(held)]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith(b"{")  # held by its unread output from here
+        workers = {p for p in _session(proc.pid) if p != proc.pid}
+        lines = [Path(f"/proc/{p}/cmdline").read_bytes() for p in workers]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+    assert len(lines) >= 2
+    assert all(b"spawn_main" not in line and b"validate" in line for line in lines), lines
+
+
 # -- one job: the frames of a regular .krec file judged where they lie ----------------------
 
 
@@ -375,3 +403,285 @@ def test_one_job_judging_in_place_reports_as_the_reader_and_the_reference_do(
         pure.stderr,
         pure.returncode,
     )
+
+
+# -- the byte-range split: workers find their own frames ----------------------------------
+
+
+def _frame(payload: bytes) -> bytes:
+    head = struct.pack("<4sII", b"KRF1", len(payload), zlib.crc32(payload))
+    return head + struct.pack("<I", zlib.crc32(head)) + payload
+
+
+def _payloads(path: Path) -> list[bytes]:
+    return [item.payload for item in read_frames(path) if isinstance(item, Frame)]
+
+
+def _krec(path: Path, frames: Iterable[bytes]) -> list[int]:
+    """A .krec file of these frames (whole frames, header and payload); their offsets."""
+    offsets, at, data = [], HEADER, bytearray(MAGIC + struct.pack("<HH", 1, 0))
+    for frame in frames:
+        offsets.append(at)
+        data += frame
+        at += len(frame)
+    path.write_bytes(bytes(data))
+    return offsets
+
+
+def _same_with_chunks(paths: list[str], chunks: Iterable[int], *options: str) -> bytes:
+    """The CLI's report with --jobs 2 and each range size, byte for byte that of one job;
+    the one job's standard output."""
+    one = run("--jobs", "1", *options, *paths)
+    assert b"Traceback" not in one.stderr
+    for chunk in chunks:
+        many = run("--jobs", "2", "--chunk-bytes", str(chunk), *options, *paths)
+        assert (many.stdout, many.stderr, many.returncode) == (
+            one.stdout,
+            one.stderr,
+            one.returncode,
+        ), chunk
+    return one.stdout
+
+
+def _cut_at(at: int) -> int:
+    """The range size that puts the second range's start at byte ``at``."""
+    return max(at - HEADER, judges.MIN_CHUNK_BYTES)
+
+
+@pytest.mark.parametrize("into", [1, 4, 15, 16, 17, 200], ids=lambda d: f"{d} bytes in")
+def test_a_range_that_starts_inside_a_frame_gives_the_report_of_one_job(
+    files: dict[str, Path], tmp_path: Path, into: int
+) -> None:
+    """The second range starts inside a frame's header, at its payload's first byte, or in
+    its payload: its worker syncs to the next frame, which follows on."""
+    payloads = _payloads(files["invalid among valid"])
+    path = tmp_path / "cut.krec"
+    offsets = _krec(path, map(_frame, payloads))
+    chunks = [_cut_at(at + into) for at in offsets[1:6]]
+    out = _same_with_chunks([str(path)], chunks, "--json", "--all")
+    assert out.count(b'"match_id"') == len(payloads)
+
+
+def _unknown_field(inner: bytes) -> bytes:
+    """Field 1000 of a Match holding ``inner``: unknown to the schema, so appended to a
+    record's bytes it leaves the same match, with whatever bytes we like in its payload."""
+    size, length = len(inner), bytearray()
+    while size >= 0x80:
+        length.append(size & 0x7F | 0x80)
+        size >>= 7
+    length.append(size)
+    return bytes([0xC2, 0x3E]) + bytes(length) + inner  # field 1000, length-delimited
+
+
+@pytest.mark.parametrize(
+    "shape", ["a frame mid-payload", "a chain to the payload's end", "a header claiming more"]
+)
+def test_frames_hidden_in_a_payload_do_not_fool_the_sync(
+    files: dict[str, Path], tmp_path: Path, shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Payloads holding sound frames (headers, checksums and all): a worker whose range
+    starts just before one syncs to it; what it takes does not follow on from the range
+    before, so that range is judged again from where the real frames are."""
+    payloads = _payloads(files["big"])
+    fake = _frame(payloads[5])
+    hidden = {
+        "a frame mid-payload": _unknown_field(fake) + _unknown_field(b"tail" * 20),
+        "a chain to the payload's end": _unknown_field(fake + _frame(payloads[6])),
+        # A sound header whose payload runs into the next real frame.
+        "a header claiming more": _unknown_field(fake + _frame(bytes(300))[:26]),
+    }[shape]
+    frames = [_frame(p + hidden if i % 3 == 1 else p) for i, p in enumerate(payloads[:30])]
+    path = tmp_path / "hidden.krec"
+    offsets = _krec(path, frames)
+    fakes = [at + frames[i].index(b"KRF1", 16) for i, at in enumerate(offsets) if i % 3 == 1]
+    chunks = [_cut_at(at - d) for at in fakes[:3] for d in (0, 3)]
+    _same_with_chunks([str(path)], chunks, "--json", "--all")
+
+    # In the library, with a range that starts just before the hidden frame and ends past
+    # the frame hiding it (the first frame is padded to make it so): that range's worker
+    # syncs to the hidden frame, and the range is judged again from the next real frame.
+    padded = _frame(payloads[0] + _unknown_field(bytes(40_000)))
+    offsets = _krec(path, [padded, _frame(payloads[1] + hidden), *map(_frame, payloads[2:9])])
+    chunk = _cut_at(offsets[1] + _frame(payloads[1] + hidden).index(b"KRF1", 16) - 3)
+    sent: list[tuple[int, bool]] = []
+    send = JudgePool._send
+
+    def noted(self: JudgePool, plan: Any, job: Any) -> Any:
+        sent.append((job.start, job.known))
+        return send(self, plan, job)
+
+    monkeypatch.setattr(JudgePool, "_send", noted)
+    with open_records(str(path)) as records:
+        serial = _items(validate_records(records, count_clean=True, seen=set()))
+    with JudgePool(2, chunk_bytes=chunk) as pool, open_records(str(path)) as records:
+        parallel = _items(validate_records(records, count_clean=True, seen=set(), pool=pool))
+    assert parallel == serial
+    assert (offsets[2], True) in sent  # the second range, again from the frame after the fake
+
+
+@pytest.mark.parametrize("where", ["header", "payload", "next header"])
+def test_damage_just_after_a_range_start_gives_the_report_of_one_job(
+    files: dict[str, Path], tmp_path: Path, where: str
+) -> None:
+    frames = [bytearray(_frame(p)) for p in _payloads(files["big"])[:20]]
+    frame, at = {"header": (7, 5), "payload": (7, 40), "next header": (8, 2)}[where]
+    frames[frame][at] ^= 0x40
+    path = tmp_path / "damaged.krec"
+    offsets = _krec(path, map(bytes, frames))
+    chunks = [_cut_at(offsets[7] + d) for d in (-1, 0, 1, 3, 30)]
+    out = _same_with_chunks([str(path)], chunks, "--json", "--all")
+    assert b'"FRAME_CORRUPT"' in out
+
+
+def test_a_repeat_whose_copies_lie_in_different_ranges_is_reported_as_by_one_job(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    payloads = _payloads(files["big"])
+    path = tmp_path / "twice.krec"
+    offsets = _krec(path, map(_frame, payloads + payloads[:10]))
+    half = (offsets[-1] - HEADER) // 2
+    out = _same_with_chunks([str(path)], [half, half // 3, 5000], "--json")
+    assert out.count(b"DUPLICATE_RECORD") == 10
+
+
+def test_many_small_files_are_spread_over_the_workers_with_the_report_of_one_job(
+    files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forty small files (some repeating others, some JSON, one damaged): the report of one
+    job, and the workers get the ranges of the next files before this one is settled."""
+    payloads = _payloads(files["big"])
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for i in range(40):
+        if i % 10 == 9:
+            shutil.copy(files["json lines"], folder / f"{i:02}.jsonl")
+            continue
+        chosen = [_frame(payloads[(i * 3 + k) % 45]) for k in range(3)]
+        if i == 13:
+            chosen[1] = chosen[1][:30] + b"\xff" + chosen[1][31:]
+        _krec(folder / f"{i:02}.krec", chosen)
+    _same_with_chunks([str(folder)], [DEFAULT_CHUNK, 600])
+    _same_with_chunks([str(folder)], [DEFAULT_CHUNK], "--json", "--all")
+
+    sent: list[str] = []
+    send = JudgePool._send
+
+    def noted(self: JudgePool, plan: Any, job: Any) -> Any:
+        sent.append(plan.path)
+        return send(self, plan, job)
+
+    monkeypatch.setattr(JudgePool, "_send", noted)
+    paths = sorted(str(p) for p in folder.glob("*.krec"))
+    ahead = []
+    with JudgePool(2) as pool:
+        pool.expect(paths, count_clean=True)
+        seen: set[int] = set()
+        for path in paths:
+            with open_records(path) as records:
+                items = validate_records(records, count_clean=True, seen=seen, pool=pool)
+                next(items)
+                ahead.append(len(set(sent)))
+                list(items)
+    assert sent == paths  # each file's one range sent once, in order
+    # At its first item, the ranges of the next files had gone to the workers too.
+    assert all(n >= min(i + 4, len(paths)) for i, n in enumerate(ahead)), ahead
+
+
+@pytest.mark.parametrize("change", ["replaced", "grown", "cut short"])
+def test_a_file_that_changes_after_its_ranges_went_ahead_is_judged_as_it_is_opened(
+    files: dict[str, Path], tmp_path: Path, change: str
+) -> None:
+    """The next file's ranges go to the workers while the first is settled; when it has been
+    replaced, has grown or shrunk by its turn, it is judged as it is when opened."""
+    first, second = tmp_path / "first.krec", tmp_path / "second.krec"
+    shutil.copy(files["big"], first)
+    shutil.copy(files["invalid among valid"], second)
+    with JudgePool(2) as pool:
+        pool.expect([str(first), str(second)], count_clean=True)
+        seen: set[int] = set()
+        with open_records(str(first)) as records:
+            items = validate_records(records, count_clean=True, seen=seen, pool=pool)
+            next(items)
+            assert pool._plans[-1].path == str(second) and pool._plans[-1].sent  # sent ahead
+            data = files["repeats across files"].read_bytes()
+            if change == "replaced":
+                (tmp_path / "other.krec").write_bytes(data)
+                os.replace(tmp_path / "other.krec", second)
+            elif change == "grown":
+                with second.open("ab") as f:
+                    f.write(data[HEADER:])
+            else:
+                os.truncate(second, second.stat().st_size // 2)
+            list(items)
+        with open_records(str(second)) as records:
+            parallel = _items(validate_records(records, count_clean=True, seen=seen, pool=pool))
+    seen = set()
+    for path in (first, second):
+        with open_records(str(path)) as records:
+            serial = _items(validate_records(records, count_clean=True, seen=seen))
+    assert parallel == serial
+
+
+def test_a_krec_file_by_another_name_among_the_files_to_come_costs_no_range_twice(
+    files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only .krec names are sent ahead; one by another name is planned at its turn, and the
+    ranges already sent for the files after it are still used, not sent again."""
+    names = ["a.krec", "b.records", "c.krec", "d.krec"]
+    for name in names:
+        shutil.copy(files["invalid among valid"], tmp_path / name)
+    paths = [str(tmp_path / name) for name in names]
+    sent: list[str] = []
+    send = JudgePool._send
+
+    def noted(self: JudgePool, plan: Any, job: Any) -> Any:
+        sent.append(plan.path)
+        return send(self, plan, job)
+
+    monkeypatch.setattr(JudgePool, "_send", noted)
+    seen: set[int] = set()
+    parallel = []
+    with JudgePool(3) as pool:
+        pool.expect(paths, count_clean=True)
+        for path in paths:
+            with open_records(path) as records:
+                parallel.append(
+                    _items(validate_records(records, count_clean=True, seen=seen, pool=pool))
+                )
+    assert sorted(sent) == sorted(paths)  # one range each, sent once
+    seen = set()
+    for path, got in zip(paths, parallel, strict=True):
+        with open_records(path) as records:
+            assert got == _items(validate_records(records, count_clean=True, seen=seen))
+
+
+@pytest.mark.parametrize("change", ["replaced", "grown"])
+def test_a_file_changed_while_the_command_runs_is_reported_as_one_job_reports_it_now(
+    files: dict[str, Path], tmp_path: Path, change: str
+) -> None:
+    """Through the real CLI: the second file's ranges go to the workers while the first is
+    settled; the command is held mid-first-file by its unread output (far bigger than a
+    pipe) while the second is replaced or appended to; its report is that of one job run
+    on the files as they are afterwards."""
+    big = files["big"].read_bytes()
+    held, second = tmp_path / "held.krec", tmp_path / "second.krec"
+    held.write_bytes(big + big[HEADER:] * 20)
+    shutil.copy(files["invalid among valid"], second)
+    args = ["validate", "--json", "--all", "--jobs", "2", str(held), str(second)]
+    with subprocess.Popen([KINGREC, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.readline()
+        assert first.startswith(b"{")  # held from here, long before the second file's turn
+        data = files["repeats across files"].read_bytes()
+        if change == "replaced":
+            (tmp_path / "other.krec").write_bytes(data)
+            os.replace(tmp_path / "other.krec", second)
+        else:
+            with second.open("ab") as f:
+                f.write(data[HEADER:])
+        # Read through the buffer that holds the rest of the first read (communicate would
+        # read the pipe itself, past it); standard error is a line or none.
+        out, err = proc.stdout.read(), proc.stderr.read()
+        proc.wait(timeout=300)
+    one = run("--json", "--all", "--jobs", "1", str(held), str(second))
+    assert (first + out, err, proc.returncode) == (one.stdout, one.stderr, one.returncode)
