@@ -121,14 +121,6 @@ cdef extern from *:
     /* Scoring units a whole deal holds (kingrec.contracts.UNITS_PER_DEAL). */
     static const int KR_UNITS_PER_DEAL[8] = {0, 13, 13, 13, 8, 4, 1, 2};
     #define KR_ALL_CARDS ((1ULL << 52) - 1)
-    /* The card set of one byte: the card's bit, or bit 63 (no card) for a byte that is none,
-       so that hands built from bytes partition the deck only if every byte is a card. */
-    #define KR_BIT1(b) ((b) < 52 ? 1ULL << ((b) & 63) : 1ULL << 63)
-    #define KR_BIT4(b) KR_BIT1(b), KR_BIT1((b) + 1), KR_BIT1((b) + 2), KR_BIT1((b) + 3)
-    #define KR_BIT16(b) KR_BIT4(b), KR_BIT4((b) + 4), KR_BIT4((b) + 8), KR_BIT4((b) + 12)
-    #define KR_BIT64(b) KR_BIT16(b), KR_BIT16((b) + 16), KR_BIT16((b) + 32), KR_BIT16((b) + 48)
-    static const unsigned long long KR_CARD_BIT[256] = {
-        KR_BIT64(0), KR_BIT64(64), KR_BIT64(128), KR_BIT64(192)};
     #define KR_HEARTS (0x1FFFULL << 26)
     /* The cards of `card`'s suit that outrank it, and those it outranks. */
     static inline unsigned long long kr_above(int card) {
@@ -154,7 +146,6 @@ cdef extern from *:
     const uint64_t PENALTY "KR_PENALTY"[8]
     const int UNITS_PER_DEAL "KR_UNITS_PER_DEAL"[8]
     const uint64_t ALL_CARDS "KR_ALL_CARDS"
-    const uint64_t CARD_BIT "KR_CARD_BIT"[256]
     const uint64_t HEARTS_MASK "KR_HEARTS"
     int popcount "kr_popcount"(uint64_t x) noexcept nogil
     int low_card "kr_low"(uint64_t x) noexcept nogil  # lowest card of a non-empty mask

@@ -166,52 +166,6 @@ cdef bint _scan_top(const uchar* p, const uchar* end, MatchTop* top) noexcept no
     return True
 
 
-cdef inline uint64_t _le64(const uchar* p) noexcept nogil:
-    # Byte by byte so the result is the same on any endianness; compilers make it one load.
-    return (p[0] | <uint64_t>p[1] << 8 | <uint64_t>p[2] << 16 | <uint64_t>p[3] << 24
-            | <uint64_t>p[4] << 32 | <uint64_t>p[5] << 40 | <uint64_t>p[6] << 48
-            | <uint64_t>p[7] << 56)
-
-
-cdef bint _think_times_certainly_ok(const uchar* p, Py_ssize_t n, int64_t play_timeout,
-                                    Py_ssize_t nplays) noexcept nogil:
-    """Whether the packed think times at ``p`` (``n`` bytes) are certainly ``nplays`` values
-    that give no finding, eight bytes at a time: each value one or two bytes long and no
-    two-byte value's high byte above ``(play_timeout - 127) >> 7``, so no value, auto play
-    or not, can be over the clock. False is "not certainly": judge them one by one.
-
-    In a word, a byte with bit 7 clear ends a value; one that follows a byte with bit 7 set
-    is the high byte of a two-byte value (bit 7 set twice in a row: a longer value)."""
-    cdef uint64_t HIGH = 0x8080808080808080, LOW = 0x7F7F7F7F7F7F7F7F
-    cdef uint64_t ONES = 0x0101010101010101
-    cdef uint64_t w, valid, ends, more, after_more, carry = 0, over, count = 0
-    cdef int64_t high = (play_timeout - 127) >> 7
-    cdef Py_ssize_t i = 0, j
-    if n == 0 or p[n - 1] >= 0x80 or high < 0 or n > 2 * 52:
-        return False
-    if high > 127:
-        high = 127
-    over = (127 - <uint64_t>high) * ONES  # added to a byte's low 7 bits: sets bit 7 when over
-    while i < n:
-        if n - i >= 8:
-            w = _le64(p + i)
-            valid = HIGH
-        else:
-            w = 0
-            for j in range(n - i):
-                w |= <uint64_t>p[i + j] << (8 * j)
-            valid = HIGH >> (8 * (8 - (n - i)))
-        more = w & valid
-        ends = ~w & valid
-        after_more = more << 8 | carry
-        if more & after_more or ((w & LOW) + over) & ends & after_more:
-            return False
-        count += ((ends >> 7) * ONES) >> 56
-        carry = more >> 56
-        i += 8
-    return count == <uint64_t>nplays
-
-
 cdef bint _check_metadata(const DealMsg* d, const CoreRules* r) noexcept nogil:
     """Think times, auto plays, the revoke mark and the clocks give no finding
     (validator check_play_metadata)."""
@@ -227,8 +181,7 @@ cdef bint _check_metadata(const DealMsg* d, const CoreRules* r) noexcept nogil:
             if nauto > MAX_PLAYS:
                 return False
             auto_mask |= <uint64_t>1 << v
-    if d.think != NULL and not _think_times_certainly_ok(d.think, d.think_len, r.play_timeout,
-                                                        d.nplays):
+    if d.think != NULL:
         # One pass: a count other than 0 or one per play fails below, so judging the
         # clock on the way is only ever done when the validator would do it too.
         q = d.think
@@ -282,7 +235,9 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     for owner in range(4):  # each hand as a card set, for the replay too
         hand = 0
         for i in range(13 * owner, 13 * owner + 13):
-            hand |= core.CARD_BIT[d.hands[i]]  # a byte that is no card: bit 63, caught below
+            if d.hands[i] >= 52:
+                return False
+            hand |= <uint64_t>1 << d.hands[i]
         held[owner] = hand
     if held[0] | held[1] | held[2] | held[3] != core.ALL_CARDS:
         return False
