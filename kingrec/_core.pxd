@@ -17,45 +17,63 @@ ctypedef unsigned char uchar
 
 # -- constants --------------------------------------------------------------------------
 
-# Contracts: kingrec.contracts.Contract.
-cdef enum:
-    KOZ = 1
-    EL_ALMAZ = 2
-    KUPA = 3
-    ERKEK = 4
-    KIZ = 5
-    RIFKI = 6
-    SON_IKI = 7
+# Contracts (kingrec.contracts.Contract), engine flag bits (kingrec._engine_types.F_*) and
+# play verdicts (finding codes of a play: kingrec._engine_types), defined in C since the
+# rules of play (``legal_cards``) are C.
+cdef extern from *:
+    """
+    enum {
+        KR_KOZ = 1, KR_EL_ALMAZ = 2, KR_KUPA = 3, KR_ERKEK = 4, KR_KIZ = 5, KR_RIFKI = 6,
+        KR_SON_IKI = 7
+    };
+    enum {
+        KR_F_MUST_RUFF = 1, KR_F_MUST_OVERTRUMP = 2, KR_F_RAISE_ON_TRUMP_LEAD = 4,
+        KR_F_TRUMP_LEAD_BREAK = 8, KR_F_HEART_LEAD_BAN = 16, KR_F_WITHHOLDING = 32,
+        KR_F_VOID_DISCARD = 64, KR_F_RIFKI_HEART_AFTER_KING = 128, KR_F_EARLY_END = 256,
+        KR_F_REVOKE_PENALIZE = 512
+    };
+    enum {
+        KR_LEGAL = 0, KR_NOT_IN_HAND = 1, KR_TRUMP_LEAD_BANNED = 2, KR_HEART_LEAD_BANNED = 3,
+        KR_MUST_FOLLOW_SUIT = 4, KR_MUST_RAISE_TRUMP = 5, KR_MUST_GIVE_PENALTY_CARD = 6,
+        KR_MUST_RUFF = 7, KR_MUST_OVERTRUMP = 8, KR_MUST_DISCARD_PENALTY_CARD = 9,
+        KR_NOT_A_CARD = 10, KR_REVOKE_MARK_ON_LEGAL_PLAY = 11
+    };
+    """
+    enum:
+        KOZ "KR_KOZ"
+        EL_ALMAZ "KR_EL_ALMAZ"
+        KUPA "KR_KUPA"
+        ERKEK "KR_ERKEK"
+        KIZ "KR_KIZ"
+        RIFKI "KR_RIFKI"
+        SON_IKI "KR_SON_IKI"
+    enum:
+        F_MUST_RUFF "KR_F_MUST_RUFF"
+        F_MUST_OVERTRUMP "KR_F_MUST_OVERTRUMP"
+        F_RAISE_ON_TRUMP_LEAD "KR_F_RAISE_ON_TRUMP_LEAD"
+        F_TRUMP_LEAD_BREAK "KR_F_TRUMP_LEAD_BREAK"
+        F_HEART_LEAD_BAN "KR_F_HEART_LEAD_BAN"
+        F_WITHHOLDING "KR_F_WITHHOLDING"
+        F_VOID_DISCARD "KR_F_VOID_DISCARD"
+        F_RIFKI_HEART_AFTER_KING "KR_F_RIFKI_HEART_AFTER_KING"
+        F_EARLY_END "KR_F_EARLY_END"
+        F_REVOKE_PENALIZE "KR_F_REVOKE_PENALIZE"
+    enum:
+        LEGAL "KR_LEGAL"
+        NOT_IN_HAND "KR_NOT_IN_HAND"
+        TRUMP_LEAD_BANNED "KR_TRUMP_LEAD_BANNED"
+        HEART_LEAD_BANNED "KR_HEART_LEAD_BANNED"
+        MUST_FOLLOW_SUIT "KR_MUST_FOLLOW_SUIT"
+        MUST_RAISE_TRUMP "KR_MUST_RAISE_TRUMP"
+        MUST_GIVE_PENALTY_CARD "KR_MUST_GIVE_PENALTY_CARD"
+        MUST_RUFF "KR_MUST_RUFF"
+        MUST_OVERTRUMP "KR_MUST_OVERTRUMP"
+        MUST_DISCARD_PENALTY_CARD "KR_MUST_DISCARD_PENALTY_CARD"
+        NOT_A_CARD "KR_NOT_A_CARD"
+        REVOKE_MARK_ON_LEGAL_PLAY "KR_REVOKE_MARK_ON_LEGAL_PLAY"
 
-# Engine flag bits: kingrec._engine_types.F_*.
+# Deal ends, schedule problems: kingrec._engine_types.
 cdef enum:
-    F_MUST_RUFF = 1
-    F_MUST_OVERTRUMP = 2
-    F_RAISE_ON_TRUMP_LEAD = 4
-    F_TRUMP_LEAD_BREAK = 8
-    F_HEART_LEAD_BAN = 16
-    F_WITHHOLDING = 32
-    F_VOID_DISCARD = 64
-    F_RIFKI_HEART_AFTER_KING = 128
-    F_EARLY_END = 256
-    F_REVOKE_PENALIZE = 512
-
-# Play verdicts (finding codes of a play), deal ends, schedule problems:
-# kingrec._engine_types.
-cdef enum:
-    LEGAL = 0
-    NOT_IN_HAND = 1
-    TRUMP_LEAD_BANNED = 2
-    HEART_LEAD_BANNED = 3
-    MUST_FOLLOW_SUIT = 4
-    MUST_RAISE_TRUMP = 5
-    MUST_GIVE_PENALTY_CARD = 6
-    MUST_RUFF = 7
-    MUST_OVERTRUMP = 8
-    MUST_DISCARD_PENALTY_CARD = 9
-    NOT_A_CARD = 10
-    REVOKE_MARK_ON_LEGAL_PLAY = 11
-
     END_PLAYING = 0
     END_ALL_TRICKS = 1
     END_EARLY = 2
@@ -104,6 +122,11 @@ cdef extern from *:
     static const int KR_UNITS_PER_DEAL[8] = {0, 13, 13, 13, 8, 4, 1, 2};
     #define KR_ALL_CARDS ((1ULL << 52) - 1)
     #define KR_HEARTS (0x1FFFULL << 26)
+    /* The cards of `card`'s suit that outrank it, and those it outranks. */
+    static inline unsigned long long kr_above(int card) {
+        return KR_SUIT[KR_SUIT_OF[card]] & ~((2ULL << card) - 1); }
+    static inline unsigned long long kr_below(int card) {
+        return KR_SUIT[KR_SUIT_OF[card]] & ((1ULL << card) - 1); }
     #if defined(_MSC_VER)
     #include <intrin.h>
     static __inline int kr_popcount(unsigned long long x) {
@@ -138,6 +161,8 @@ cdef extern from *:
     int popcount "kr_popcount"(uint64_t x) noexcept nogil
     int low_card "kr_low"(uint64_t x) noexcept nogil  # lowest card of a non-empty mask
     int high_card "kr_high"(uint64_t x) noexcept nogil  # highest card of a non-empty mask
+    uint64_t above "kr_above"(int card) noexcept nogil  # the cards of its suit above it
+    uint64_t below "kr_below"(int card) noexcept nogil  # the cards of its suit below it
 
 
 # -- the ruleset ------------------------------------------------------------------------
@@ -167,16 +192,6 @@ ctypedef struct CoreRules:
 # -- cards ------------------------------------------------------------------------------
 
 
-cdef inline uint64_t above(int card) noexcept nogil:
-    """The cards of ``card``'s suit that outrank it."""
-    return SUIT[SUIT_OF[card]] & ~((<uint64_t>2 << card) - 1)
-
-
-cdef inline uint64_t below(int card) noexcept nogil:
-    """The cards of ``card``'s suit that it outranks."""
-    return SUIT[SUIT_OF[card]] & ((<uint64_t>1 << card) - 1)
-
-
 cdef inline int highest_of_suit(const int* trick, int n, int suit) noexcept nogil:
     cdef int best = -1, i
     for i in range(n):
@@ -187,14 +202,102 @@ cdef inline int highest_of_suit(const int* trick, int n, int suit) noexcept nogi
 
 # -- judging a card (RULES.md "Which rule a bad card breaks") ---------------------------
 
-
-cdef inline void keep(uint64_t subset, int reason, uint64_t bit,
-                      uint64_t* cands, int* code) noexcept nogil:
-    # A filter keeps only `subset`, unless that would leave no card.
-    if subset:
-        if code[0] == LEGAL and cands[0] & bit and not subset & bit:
-            code[0] = reason
-        cands[0] = subset
+# The rules of play, once, in C: ``judge`` (the verdict and the legal set) and
+# ``replay_clean`` (only "is this card legal?", at ~15 cycles a card) both call
+# ``legal_cards``. It is forced in line: GCC -O3 would not inline it into both (a shared
+# filter it kept out of line cost 1.29-1.34x validate CPU), and in line the verdict's
+# bookkeeping is dead code wherever the caller drops it. A deal's rules of play are
+# resolved once into masks (``play_rules``), a rule that is off as an empty mask.
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #define KR_ALWAYS_INLINE static __forceinline
+    #else
+    #define KR_ALWAYS_INLINE static inline __attribute__((always_inline))
+    #endif
+    typedef struct {
+        int koz;                      /* a koz deal */
+        int raise;                    /* koz: a trump led must be beaten when one can */
+        int overtrump;                /* koz: a ruff must beat the trumps on the trick */
+        unsigned long long trump;     /* the trumps (0 but in koz) */
+        unsigned long long lead_ban;  /* cards that may not lead until one has fallen */
+        unsigned long long withhold;  /* penalty cards a follower must give under the top */
+        unsigned long long ruff;      /* cards a void player must play (koz: the trumps) */
+        unsigned long long discard;   /* penalty cards a void player must discard */
+        unsigned long long discard_then; /* failing those, the cards he must discard */
+    } kr_play_rules;
+    /* The rules of play of a deal of `contract` (1..7), `trump` (0..3 in koz), `flags`. */
+    KR_ALWAYS_INLINE kr_play_rules kr_rules_of(int contract, int trump, long flags) {
+        kr_play_rules r;
+        unsigned long long penalty = KR_PENALTY[contract];
+        r.koz = contract == KR_KOZ;
+        r.trump = r.koz ? KR_SUIT[trump] : 0;
+        r.raise = r.koz && (flags & KR_F_RAISE_ON_TRUMP_LEAD);
+        r.overtrump = r.koz && (flags & KR_F_MUST_OVERTRUMP);
+        r.lead_ban = r.koz ? ((flags & KR_F_TRUMP_LEAD_BREAK) ? r.trump : 0)
+                           : ((flags & KR_F_HEART_LEAD_BAN) ? KR_HEARTS : 0);
+        r.withhold = !r.koz && (flags & KR_F_WITHHOLDING) ? penalty : 0;
+        r.ruff = r.koz && (flags & KR_F_MUST_RUFF) ? r.trump : 0;
+        r.discard = !r.koz && (flags & KR_F_VOID_DISCARD) ? penalty : 0;
+        r.discard_then = !r.koz && (flags & KR_F_VOID_DISCARD)
+                      && (flags & KR_F_RIFKI_HEART_AFTER_KING) ? KR_HEARTS : 0;
+        return r;
+    }
+    /* A filter keeps only `subset` of the candidates, unless that would leave no card; the
+       verdict is the first filter that removed the card judged (`bit`). */
+    #define KR_KEEP(subset, reason) do { \
+            unsigned long long kr_sub = (subset); \
+            if (kr_sub) { \
+                if (code && *code == KR_LEGAL && (cands & bit) && !(kr_sub & bit)) \
+                    *code = (reason); \
+                cands = kr_sub; \
+            } \
+        } while (0)
+    /* The cards `hand` may play onto a trick of `n` cards under the rules `r`: the filters
+       of RULES.md ("Which rule a bad card breaks") in their order. `*code` (KR_LEGAL or
+       KR_NOT_IN_HAND on entry) receives the verdict on the card `bit`. `led` is the suit
+       led as a card set, `top_led` the highest card of it on the trick and `top_trump` the
+       highest trump on it (-1: none), read only when n > 0; `played` holds the cards of
+       earlier tricks. `code` may be NULL: the legal set alone (the verdict's bookkeeping
+       then folds away in line). */
+    KR_ALWAYS_INLINE unsigned long long kr_legal_cards(
+            const kr_play_rules *r, unsigned long long hand, unsigned long long bit, int n,
+            unsigned long long led, int top_led, int top_trump, unsigned long long played,
+            int *code) {
+        unsigned long long cands = hand;
+        if (n == 0) {
+            if (r->lead_ban && !(played & r->lead_ban))  /* banned until broken */
+                KR_KEEP(cands & ~r->lead_ban, r->koz ? KR_TRUMP_LEAD_BANNED
+                                                     : KR_HEART_LEAD_BANNED);
+            return cands;
+        }
+        if (cands & led) {
+            KR_KEEP(cands & led, KR_MUST_FOLLOW_SUIT);
+            if (r->koz) {
+                if (r->raise && led == r->trump)
+                    KR_KEEP(cands & kr_above(top_trump), KR_MUST_RAISE_TRUMP);
+            } else if (r->withhold) {
+                KR_KEEP(cands & r->withhold & kr_below(top_led), KR_MUST_GIVE_PENALTY_CARD);
+            }
+        } else if (r->koz) {
+            KR_KEEP(cands & r->ruff, KR_MUST_RUFF);
+            if (r->overtrump && top_trump >= 0)
+                KR_KEEP(cands & kr_above(top_trump), KR_MUST_OVERTRUMP);
+        } else if (cands & r->discard) {
+            KR_KEEP(cands & r->discard, KR_MUST_DISCARD_PENALTY_CARD);
+        } else {
+            KR_KEEP(cands & r->discard_then, KR_MUST_DISCARD_PENALTY_CARD);
+        }
+        return cands;
+    }
+    """
+    ctypedef struct PlayRules "kr_play_rules":
+        bint koz
+        uint64_t trump
+    PlayRules play_rules "kr_rules_of"(int contract, int trump, long flags) noexcept nogil
+    uint64_t legal_cards "kr_legal_cards"(
+        const PlayRules* rules, uint64_t hand, uint64_t bit, int n, uint64_t led,
+        int top_led, int top_trump, uint64_t played, int* code) noexcept nogil
 
 
 cdef inline int judge(uint64_t hand, const int* trick, int n, int card, int contract,
@@ -202,44 +305,20 @@ cdef inline int judge(uint64_t hand, const int* trick, int n, int card, int cont
     """The verdict on ``card`` (0..63) played from ``hand`` onto ``trick`` (n cards, leader
     first); ``played`` holds the cards of earlier tricks. ``legal`` receives the legal cards.
 
-    Each filter keeps only the cards it names and is skipped when it would keep none; the
-    verdict is the first filter that removed the card (LEGAL when none did).
+    The filters are ``legal_cards``'s: each keeps only the cards it names and is skipped
+    when it would keep none; the verdict is the first filter that removed the card (LEGAL
+    when none did).
     """
-    cdef uint64_t bit = <uint64_t>1 << card
+    cdef uint64_t bit = <uint64_t>1 << card, led = 0
     cdef int code = LEGAL if hand & bit else NOT_IN_HAND
-    cdef uint64_t cands = hand, following, penalty
-    cdef bint koz = contract == KOZ
-    cdef int led, top_trump
-    if n == 0:
-        if koz and flags & F_TRUMP_LEAD_BREAK and not played & SUIT[trump]:
-            keep(cands & ~SUIT[trump], TRUMP_LEAD_BANNED, bit, &cands, &code)
-        elif not koz and flags & F_HEART_LEAD_BAN and not played & HEARTS_MASK:
-            keep(cands & ~HEARTS_MASK, HEART_LEAD_BANNED, bit, &cands, &code)
-        legal[0] = cands
-        return code
-    led = SUIT_OF[trick[0]]
-    following = cands & SUIT[led]
-    if following:
-        keep(following, MUST_FOLLOW_SUIT, bit, &cands, &code)
-        if koz and led == trump and flags & F_RAISE_ON_TRUMP_LEAD:
-            keep(cands & above(highest_of_suit(trick, n, trump)), MUST_RAISE_TRUMP,
-                 bit, &cands, &code)
-        elif not koz and flags & F_WITHHOLDING:
-            keep(cands & PENALTY[contract] & below(highest_of_suit(trick, n, led)),
-                 MUST_GIVE_PENALTY_CARD, bit, &cands, &code)
-    elif koz:
-        if flags & F_MUST_RUFF:
-            keep(cands & SUIT[trump], MUST_RUFF, bit, &cands, &code)
-        top_trump = highest_of_suit(trick, n, trump)
-        if flags & F_MUST_OVERTRUMP and top_trump >= 0:
-            keep(cands & above(top_trump), MUST_OVERTRUMP, bit, &cands, &code)
-    elif flags & F_VOID_DISCARD:
-        penalty = cands & PENALTY[contract]
-        if penalty:
-            keep(penalty, MUST_DISCARD_PENALTY_CARD, bit, &cands, &code)
-        elif flags & F_RIFKI_HEART_AFTER_KING:
-            keep(cands & HEARTS_MASK, MUST_DISCARD_PENALTY_CARD, bit, &cands, &code)
-    legal[0] = cands
+    cdef int top_led = 0, top_trump = -1
+    cdef PlayRules rules = play_rules(contract, trump, flags)
+    if n:
+        led = SUIT[SUIT_OF[trick[0]]]
+        top_led = highest_of_suit(trick, n, SUIT_OF[trick[0]])
+        if rules.koz:
+            top_trump = highest_of_suit(trick, n, trump)
+    legal[0] = legal_cards(&rules, hand, bit, n, led, top_led, top_trump, played, &code)
     return code
 
 
@@ -452,32 +531,25 @@ cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* 
     False at the first play that is not, ``d`` then undefined (``replay_deal`` says why).
     ``hands`` are the four hands as card sets (the caller has made them checking the deck).
 
-    The filters of ``judge``, asked only "is this card legal?" (no verdict, no legal set to
-    keep), over a state kept in locals: the card bytes may alias any memory, so fields
-    behind ``d`` would be reloaded after each card read. The highest card of the suit led
-    and the highest trump of the trick are kept as the cards fall.
+    The filters of ``legal_cards``, asked only "is this card legal?" (no verdict), over a state kept in locals: the card bytes
+    may alias any memory, so fields behind ``d`` would be reloaded after each card read. The
+    highest card of the suit led and the highest trump of the trick are kept as the cards
+    fall.
     """
     cdef uint64_t held[4]
-    cdef uint64_t played = 0, penalty = PENALTY[contract], cards = 0, bit, hand, cands, sub
-    cdef uint64_t led_mask = 0, trump_mask = 0, banned
+    cdef uint64_t played = 0, penalty = PENALTY[contract], cards = 0, bit, hand
+    cdef uint64_t led_mask = 0, trump_mask
+    cdef PlayRules rules
     cdef int trick[4]
     cdef int units[4]
     cdef int leader = declarer, ntricks = 0, k = 0, card, seat, top_led = 0, top_trump = -1
     cdef int end = END_PLAYING, s
     cdef Py_ssize_t index = 0
-    cdef bint koz = contract == KOZ, lead_ban
-    cdef bint raise_trump = koz and flags & F_RAISE_ON_TRUMP_LEAD
-    cdef bint withholding = not koz and flags & F_WITHHOLDING
     trick[0] = trick[1] = trick[2] = trick[3] = 0
-    if koz:
-        if not 0 <= trump < 4:
-            return False
-        trump_mask = SUIT[trump]
-        lead_ban = flags & F_TRUMP_LEAD_BREAK
-        banned = trump_mask
-    else:
-        lead_ban = flags & F_HEART_LEAD_BAN
-        banned = HEARTS_MASK
+    if contract == KOZ and not 0 <= trump < 4:
+        return False
+    rules = play_rules(contract, trump, flags)
+    trump_mask = rules.trump
     for s in range(4):
         held[s] = hands[s]
         units[s] = 0
@@ -488,51 +560,15 @@ cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* 
         bit = <uint64_t>1 << card
         seat = (leader + k) & 3
         hand = held[seat]
+        if not legal_cards(&rules, hand, bit, k, led_mask, top_led, top_trump, played,
+                           NULL) & bit:
+            return False
         if k == 0:
-            cands = hand
-            if lead_ban and not played & banned:
-                sub = hand & ~banned
-                if sub:
-                    cands = sub
-            if not cands & bit:
-                return False
             led_mask = SUIT[SUIT_OF[card]]
             top_led = card
             top_trump = card if led_mask == trump_mask else -1
             cards = bit
         else:
-            cands = hand & led_mask
-            if cands:
-                if raise_trump and led_mask == trump_mask:
-                    sub = cands & above(top_trump)
-                    if sub:
-                        cands = sub
-                elif withholding:
-                    sub = cands & penalty & below(top_led)
-                    if sub:
-                        cands = sub
-            elif koz:
-                cands = hand
-                if flags & F_MUST_RUFF:
-                    sub = hand & trump_mask
-                    if sub:
-                        cands = sub
-                if flags & F_MUST_OVERTRUMP and top_trump >= 0:
-                    sub = cands & above(top_trump)
-                    if sub:
-                        cands = sub
-            else:
-                cands = hand
-                if flags & F_VOID_DISCARD:
-                    sub = hand & penalty
-                    if sub:
-                        cands = sub
-                    elif flags & F_RIFKI_HEART_AFTER_KING:
-                        sub = hand & HEARTS_MASK
-                        if sub:
-                            cands = sub
-            if not cands & bit:
-                return False
             if bit & led_mask and card > top_led:
                 top_led = card
             if bit & trump_mask and card > top_trump:

@@ -713,6 +713,64 @@ def test_random_record_edits_are_judged_like_the_reference(name: str, seed: int)
     _assert_same_as_reference(match.SerializeToString())
 
 
+def _overlong(n: int) -> bytes:
+    """``n`` as a varint one byte longer than it need be (parsers accept it)."""
+    short = bytearray(_varint(n))
+    short[-1] |= 0x80
+    return bytes(short) + b"\x00"
+
+
+def _with_raw_think(match: pb.Match, raw: bytes, autos: list[int]) -> bytes:
+    """``match`` with deal 1's think times replaced by the packed field bytes ``raw``."""
+    deal = match.deals[0]
+    del deal.think_ms[:], deal.auto_plays[:]
+    deal.auto_plays.extend(autos)
+    deals = [d.SerializeToString() for d in match.deals]
+    deals[0] += _field(8, 2, raw)
+    top = pb.Match()
+    top.CopyFrom(match)
+    top.ClearField("deals")
+    return top.SerializeToString() + b"".join(_field(8, 2, d) for d in deals)
+
+
+@needs_compiled
+@pytest.mark.parametrize("clock", [16_000, 126, 127, 128, 255, 256, 16_254, 16_383, 16_384])
+def test_think_times_near_the_clock_in_any_encoding_are_judged_like_the_reference(
+    clock: int,
+) -> None:
+    """Think times one, two and more bytes long, canonical or overlong, at and around the
+    play clock, on an auto play or not, one too few or too many, or a value cut short: the
+    checker (whose eight-bytes-at-a-time pass vouches only for values that cannot be over
+    the clock) judges each record as the reference does, and vouches for the clean ones."""
+    match = _match("classic", 0, abandon_after=1)
+    match.ruleset.play_timeout_ms = clock
+    nplays = len(match.deals[0].plays)
+    edges = [0, 1, 126, 127, 128, 129, 255, 256, 16_383, 16_384, 2**21, 2**32 - 1, 2**32]
+    edges += [clock - 129, clock - 128, clock - 127, clock - 1, clock, clock + 1]
+    base = [min(300, clock)] * nplays
+    variants: list[tuple[bytes, list[int]]] = [(b"".join(map(_varint, base)), [])]
+    for value in sorted({e for e in edges if e >= 0}):
+        for at in (0, nplays // 2, nplays - 1):
+            times = [*base[:at], value, *base[at + 1 :]]
+            for encode in (_varint, _overlong):
+                raw = b"".join(_varint(t) if i != at else encode(t) for i, t in enumerate(times))
+                variants += [(raw, []), (raw, [at])]
+    plain = b"".join(map(_varint, base))
+    variants += [
+        (b"".join(map(_varint, base[1:])), []),  # one too few
+        (plain + _varint(300), []),  # one too many
+        (plain + b"\x80", []),  # the last value cut short
+        (plain[:-1], []),  # a two-byte value cut to its first byte
+        (b"", []),
+    ]
+    clean = 0
+    for raw, autos in variants:
+        payload = _with_raw_think(pb.Match.FromString(match.SerializeToString()), raw, autos)
+        reference = _assert_same_as_reference(payload)
+        clean += isinstance(reference, MatchReport) and reference.findings == []
+    assert 0 < clean < len(variants)
+
+
 def _playout(
     match: pb.Match, index: int, rng: random.Random, wrong_at: int = -1, wrong: int = 0
 ) -> list[bytes]:
@@ -752,11 +810,11 @@ def test_every_forbidden_card_of_a_hand_is_judged_like_the_reference(name: str) 
     and for none of the others, as the reference judges them."""
     rng = random.Random(name)
     for seed in range(1):
-        # Deal 1, and the first koz deal (never the first under some rulesets), each the
+        # The first deal of each contract (each rule of play is some contract's), each the
         # last of a match abandoned there: the fewer deals, the quicker the reference.
         whole = _match(name, seed)
-        koz = next(i for i, d in enumerate(whole.deals) if int(d.contract) == Contract.KOZ)
-        for index in (0, koz):
+        firsts = {int(d.contract): i for i, d in reversed(list(enumerate(whole.deals)))}
+        for index in sorted(firsts.values()):
             match = _match(name, seed)
             del match.deals[index + 1 :]
             match.status = pb.MATCH_STATUS_ABANDONED
