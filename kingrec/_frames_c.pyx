@@ -40,11 +40,7 @@ def scan_frames(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_payload):
 
 cdef tuple _scan(const unsigned char* data, Py_ssize_t size, Py_ssize_t start, Py_ssize_t end,
                  Py_ssize_t max_payload):
-    if not (0 <= start <= end <= size) or max_payload < 0:
-        raise ValueError(
-            f"scan_frames: need 0 <= start <= end <= {size} and max_payload >= 0, "
-            f"got start={start}, end={end}, max_payload={max_payload}"
-        )
+    _refuse_outside("scan_frames", start, end, size, max_payload)
     cdef list payloads = []
     cdef list offsets = []
     cdef Py_ssize_t pos = start, length
@@ -68,11 +64,7 @@ def walk_headers(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t bound, Py_ssi
     cdef Py_buffer view
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
-        if not (0 <= start <= end <= view.len) or max_payload < 0:
-            raise ValueError(
-                f"walk_headers: need 0 <= start <= end <= {view.len} and max_payload >= 0, "
-                f"got start={start}, end={end}, max_payload={max_payload}"
-            )
+        _refuse_outside("walk_headers", start, end, view.len, max_payload)
         return _walk(<const unsigned char*>view.buf, start, end, bound, max_payload, limit)
     finally:
         PyBuffer_Release(&view)
@@ -100,11 +92,7 @@ def find_frame(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t bound, Py_ssize
     cdef Py_buffer view
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
-        if not (0 <= start <= end <= view.len) or max_payload < 0:
-            raise ValueError(
-                f"find_frame: need 0 <= start <= end <= {view.len} and max_payload >= 0, "
-                f"got start={start}, end={end}, max_payload={max_payload}"
-            )
+        _refuse_outside("find_frame", start, end, view.len, max_payload)
         return _find(<const unsigned char*>view.buf, start, end, bound, max_payload, limit)
     finally:
         PyBuffer_Release(&view)
@@ -129,3 +117,14 @@ cdef Py_ssize_t _find(const unsigned char* data, Py_ssize_t start, Py_ssize_t en
             return at
         at += 1
     return -1
+
+
+cdef int _refuse_outside(str name, Py_ssize_t start, Py_ssize_t end, Py_ssize_t size,
+                         Py_ssize_t max_payload) except -1:
+    """A walk's span must lie in its buffer of ``size`` bytes: see ``_frames_py``."""
+    if not (0 <= start <= end <= size) or max_payload < 0:
+        raise ValueError(
+            f"{name}: need 0 <= start <= end <= {size} and max_payload >= 0, "
+            f"got start={start}, end={end}, max_payload={max_payload}"
+        )
+    return 0

@@ -31,11 +31,7 @@ def scan_frames(
     where the run stopped: ``end``, or the start of the first frame that is incomplete or bad.
     """
     with memoryview(buf) as raw, raw.cast("B") as view:
-        if not 0 <= start <= end <= len(view) or max_payload < 0:
-            raise ValueError(
-                f"scan_frames: need 0 <= start <= end <= {len(view)} and max_payload >= 0, "
-                f"got start={start}, end={end}, max_payload={max_payload}"
-            )
+        _refuse_outside("scan_frames", start, end, len(view), max_payload)
         payloads: list[bytes] = []
         offsets: list[int] = []
         pos = start
@@ -77,11 +73,7 @@ def walk_headers(
     (False: the frame starting there is unsound or runs past ``bound``).
     """
     with memoryview(buf) as raw, raw.cast("B") as view:
-        if not 0 <= start <= end <= len(view) or max_payload < 0:
-            raise ValueError(
-                f"walk_headers: need 0 <= start <= end <= {len(view)} and max_payload >= 0, "
-                f"got start={start}, end={end}, max_payload={max_payload}"
-            )
+        _refuse_outside("walk_headers", start, end, len(view), max_payload)
         pos, frames = start, 0
         while pos - start < limit and end - pos >= _HEADER_SIZE:
             marker, length, _, header_crc = _HEADER.unpack_from(view, pos)
@@ -116,11 +108,7 @@ def find_frame(
     frames before.
     """
     with memoryview(buf) as raw, raw.cast("B") as view:
-        if not 0 <= start <= end <= len(view) or max_payload < 0:
-            raise ValueError(
-                f"find_frame: need 0 <= start <= end <= {len(view)} and max_payload >= 0, "
-                f"got start={start}, end={end}, max_payload={max_payload}"
-            )
+        _refuse_outside("find_frame", start, end, len(view), max_payload)
         data = buf if isinstance(buf, (bytes, bytearray)) else view.tobytes()
         # Markers that start before ``start + limit`` with a whole header before ``end``.
         last = min(start + limit, end - _HEADER_SIZE + 1)  # the candidates are < last
@@ -136,3 +124,12 @@ def find_frame(
                 return at
             at = data.find(_MARKER, at + 1, stop)
         return -1
+
+
+def _refuse_outside(name: str, start: int, end: int, size: int, max_payload: int) -> None:
+    """A walk's span must lie in its buffer of ``size`` bytes, its payload limit be >= 0."""
+    if not 0 <= start <= end <= size or max_payload < 0:
+        raise ValueError(
+            f"{name}: need 0 <= start <= end <= {size} and max_payload >= 0, "
+            f"got start={start}, end={end}, max_payload={max_payload}"
+        )

@@ -563,14 +563,7 @@ def test_many_small_files_are_spread_over_the_workers_with_the_report_of_one_job
     _same_with_chunks([str(folder)], [DEFAULT_CHUNK, 600])
     _same_with_chunks([str(folder)], [DEFAULT_CHUNK], "--json", "--all")
 
-    sent: list[str] = []
-    send = JudgePool._send
-
-    def noted(self: JudgePool, plan: Any, job: Any) -> Any:
-        sent.append(plan.path)
-        return send(self, plan, job)
-
-    monkeypatch.setattr(JudgePool, "_send", noted)
+    sent = _noting_sends(monkeypatch)
     paths = sorted(str(p) for p in folder.glob("*.krec"))
     ahead = []
     with JudgePool(2) as pool:
@@ -631,14 +624,7 @@ def test_a_krec_file_by_another_name_among_the_files_to_come_costs_no_range_twic
     for name in names:
         shutil.copy(files["invalid among valid"], tmp_path / name)
     paths = [str(tmp_path / name) for name in names]
-    sent: list[str] = []
-    send = JudgePool._send
-
-    def noted(self: JudgePool, plan: Any, job: Any) -> Any:
-        sent.append(plan.path)
-        return send(self, plan, job)
-
-    monkeypatch.setattr(JudgePool, "_send", noted)
+    sent = _noting_sends(monkeypatch)
     seen: set[int] = set()
     parallel = []
     with JudgePool(3) as pool:
@@ -685,3 +671,16 @@ def test_a_file_changed_while_the_command_runs_is_reported_as_one_job_reports_it
         proc.wait(timeout=300)
     one = run("--json", "--all", "--jobs", "1", str(held), str(second))
     assert (first + out, err, proc.returncode) == (one.stdout, one.stderr, one.returncode)
+
+
+def _noting_sends(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The path of each range the pool sends to a worker, in the order sent."""
+    sent: list[str] = []
+    send = JudgePool._send
+
+    def noted(self: JudgePool, plan: Any, job: Any) -> Any:
+        sent.append(plan.path)
+        return send(self, plan, job)
+
+    monkeypatch.setattr(JudgePool, "_send", noted)
+    return sent
