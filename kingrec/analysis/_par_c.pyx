@@ -478,7 +478,7 @@ cdef class ParSearch:
             while mask:
                 low = mask & (~mask + 1)
                 mask ^= low
-                suit_mask = SUIT[SUIT_OF[popcount(low - 1)]]
+                suit_mask = SUIT[SUIT_OF[low_card(low)]]
                 theirs = others & suit_mask
                 if theirs < low:  # nothing of theirs above it
                     if per_trick:
@@ -501,7 +501,7 @@ cdef class ParSearch:
             while mask:
                 low = mask & (~mask + 1)
                 mask ^= low
-                suit_mask = SUIT[SUIT_OF[popcount(low - 1)]]
+                suit_mask = SUIT[SUIT_OF[low_card(low)]]
                 mine = hero & suit_mask
                 theirs = others & suit_mask
                 if mine and (mine & (~mine + 1)) > theirs:
@@ -908,7 +908,7 @@ cdef class ParSearch:
                     and (d.leader + winner) & 3 != self.seat)
         while mask:
             low = mask & (~mask + 1)
-            card = popcount(low - 1)
+            card = low_card(low)
             mask ^= low
             above = SUIT[SUIT_OF[card]] & ~((low << 1) - 1) & out
             if above:
