@@ -41,3 +41,9 @@ def twins(request: pytest.FixtureRequest) -> _twins.Twins:
 def twin(twins: _twins.Twins) -> ModuleType:
     """An engine twin: ``kingrec._engine_py`` or ``kingrec._engine_c``."""
     return twins.engine
+
+
+@pytest.fixture
+def par_twin(twins: _twins.Twins) -> ModuleType:
+    """A par solver twin: ``kingrec.analysis._par_py`` or ``kingrec.analysis._par_c``."""
+    return twins.par

@@ -29,20 +29,6 @@ from kingrec.v1 import record_pb2 as pb
 CLASSIC = preset("classic")
 
 
-def _par_twins() -> list[object]:
-    params: list[object] = [pytest.param(_twins.PYTHON.par, id="python")]
-    if _twins.COMPILED is None:
-        params.append(pytest.param(None, id="cython", marks=pytest.mark.skip("not built")))
-    else:
-        params.append(pytest.param(_twins.COMPILED.par, id="cython"))
-    return params
-
-
-@pytest.fixture(params=_par_twins())
-def par_twin(request: pytest.FixtureRequest) -> ModuleType:
-    return request.param  # type: ignore[no-any-return]
-
-
 needs_compiled = pytest.mark.skipif(_twins.COMPILED is None, reason="not built")
 
 

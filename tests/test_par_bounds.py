@@ -8,30 +8,14 @@ import random
 from collections import Counter
 from types import ModuleType
 
-import pytest
 from test_par import _exhaustive, _random_ending
 
-from kingrec import _twins
 from kingrec.analysis import _par_py
 from kingrec.cards import DIAMONDS, SPADES, SUIT_MASKS, parse_cards
 from kingrec.contracts import Contract
 from kingrec.rules import preset
 
 CLASSIC = preset("classic")
-
-
-def _twins_of_par() -> list[object]:
-    params: list[object] = [pytest.param(_twins.PYTHON.par, id="python")]
-    if _twins.COMPILED is None:
-        params.append(pytest.param(None, id="cython", marks=pytest.mark.skip("not built")))
-    else:
-        params.append(pytest.param(_twins.COMPILED.par, id="cython"))
-    return params
-
-
-@pytest.fixture(params=_twins_of_par())
-def par_twin(request: pytest.FixtureRequest) -> ModuleType:
-    return request.param  # type: ignore[no-any-return]
 
 
 def _ending(hands: tuple[str, str, str, str]) -> tuple[list[int], int]:
