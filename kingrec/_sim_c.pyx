@@ -48,7 +48,8 @@ from kingrec._v1write cimport (
 import random
 from hashlib import sha512
 
-from kingrec._sim_py import CLOCK_SEED, PlayedDeal
+# From the shared types, not _sim_py: a run of records loads no reference twin.
+from kingrec._engine_types import CLOCK_SEED, PlayedDeal
 
 __all__ = [
     "CONSTANTS", "TailWriter", "match_tail", "normal_accepts", "normalvariates", "play_match",
