@@ -235,9 +235,16 @@ cdef inline uint32_t genrand(MT* mt) noexcept nogil:
 
 
 cdef inline double rnd(MT* mt) noexcept nogil:
-    """``Random.random()``."""
-    cdef uint32_t a = genrand(mt) >> 5
-    cdef uint32_t b = genrand(mt) >> 6
+    """``Random.random()``: two words, read in one step when both are left (one test of
+    the index, not two: most of a simulated deal's words are drawn here)."""
+    cdef uint32_t a, b
+    if mt.index <= MT_N - 2:
+        a = mt.out[mt.index] >> 5
+        b = mt.out[mt.index + 1] >> 6
+        mt.index += 2
+    else:
+        a = genrand(mt) >> 5
+        b = genrand(mt) >> 6
     return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0)
 
 
