@@ -171,7 +171,9 @@ cdef inline int mt_seed(MT* mt, object seed, const MT* like) except -1:
 cdef inline int mt_seed_pair(MT* a, object seed_a, MT* b, object seed_b,
                              const MT* like) except -1:
     """``mt_seed(a, seed_a, like)`` and ``mt_seed(b, seed_b, like)``, the two seeded in one
-    interleaved pass when both keys fit the state (any seed under 2**19968)."""
+    interleaved pass when both keys fit the state's 624 words, one after the other when
+    not (the think-time clock's seed holds the match seed's digits: past some 2,400 digits
+    its key is longer)."""
     cdef Py_ssize_t na, nb
     cdef uint32_t* ka = seed_key(seed_a, &na)
     cdef uint32_t* kb

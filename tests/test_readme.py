@@ -2,8 +2,8 @@
 through a pipe and on a terminal, and must print what the README shows.
 
 Timing figures (``in 2.92 s, 68421 deals/s``, ``0.49 s CPU in all``, ``81633 deals per CPU
-second``) may differ. Each block runs in a fresh folder
-that holds the samples (so ``convert`` and ``simulate`` write there), its commands in order.
+second``) may differ. Each block runs in a fresh folder that holds the samples (so
+``convert`` and ``simulate`` write there), its commands in order.
 """
 
 from __future__ import annotations
