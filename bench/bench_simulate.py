@@ -11,7 +11,11 @@ Run ``python bench/bench_simulate.py`` (``--help`` for the options). In one run 
 * ``kingrec simulate --jobs 1 -o *.krec`` end to end, as a user runs it, with the bytes path
   (the command as installed) and with the message path (the same command, its chunk
   function put back to the old one), side by side, and the start-up cost of the command;
-* optionally (``--jobs2``) the command with ``--jobs 2`` and JSON Lines output.
+* optionally (``--jobs2``) the command with ``--jobs 2`` and JSON Lines output;
+* optionally (``--instructions``) the command's instructions under valgrind (cachegrind,
+  with its branch simulator): of one match (the start-up) and of ``--instructions-matches``,
+  and so the instructions and simulated branch mispredictions per deal, which do not
+  depend on the machine's load.
 
 Rates are per CPU second (``time.process_time`` in process; the command's user + system
 time), the figure to compare on a shared machine; wall rates are printed beside them.
@@ -210,6 +214,42 @@ def start_up() -> tuple[float, float]:
     return min(r[0] for r in runs), min(r[1] for r in runs)
 
 
+def _cachegrind(preset: str, matches: int) -> tuple[int, int]:
+    """(instructions, simulated conditional-branch mispredictions) of ``kingrec simulate
+    --preset PRESET --matches MATCHES -o x.krec`` under cachegrind."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind on the PATH")
+    kingrec = str(Path(sys.executable).parent / "kingrec")
+    with tempfile.TemporaryDirectory() as tmp:
+        args = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--branch-sim=yes"]
+        args += [f"--cachegrind-out-file={tmp}/cg.out", sys.executable, kingrec, "simulate"]
+        args += ["--no-progress", "-q", "--preset", preset, "--matches", str(matches)]
+        args += ["-o", f"{tmp}/x.krec"]
+        _, _, err = _timed(args)
+    text = err.decode()
+    refs = re.search(r"I\s+refs:\s+([\d,]+)", text)
+    missed = re.search(r"Mispredicts:\s+[\d,]+\s+\(\s*([\d,]+) cond", text)
+    if refs is None or missed is None:
+        raise SystemExit(f"cannot read valgrind's summary:\n{text}")
+    return int(refs.group(1).replace(",", "")), int(missed.group(1).replace(",", ""))
+
+
+def instructions(preset: str, matches: int) -> None:
+    one, one_missed = _cachegrind(preset, 1)
+    many, many_missed = _cachegrind(preset, matches)
+    deals = (matches - 1) * PRESETS[preset].deal_count
+    print(f"\nvalgrind (cachegrind --branch-sim=yes), kingrec simulate -o x.krec, {preset}:")
+    print(f"  1 match (the start-up): {one / 1e6:.1f} M instructions")
+    print(f"  {matches} matches: {many / 1e6:.1f} M instructions")
+    print(
+        f"  per deal, less the start-up: {(many - one) / deals:,.0f} instructions, "
+        f"{(many_missed - one_missed) / deals:,.0f} conditional branches mispredicted"
+    )
+
+
 def main() -> None:
     if sys.argv[1:2] == [OLD_PATH]:  # the command with the old chunk function
         from kingrec_cli.main import run
@@ -226,6 +266,12 @@ def main() -> None:
         "--layer-matches", type=int, default=1000, help="matches for the in-process breakdown"
     )
     parser.add_argument("--jobs2", action="store_true", help="also --jobs 2 and JSON Lines")
+    parser.add_argument(
+        "--instructions", action="store_true", help="also instructions per deal (valgrind)"
+    )
+    parser.add_argument(
+        "--instructions-matches", type=int, default=300, help="matches for --instructions"
+    )
     args = parser.parse_args()
     preset, n = args.preset, args.matches
 
@@ -246,6 +292,10 @@ def main() -> None:
         for suffix, jobs in ((".krec", 2), (".jsonl", 1), (".jsonl", 2)):
             wall, cpu = command(preset, n, jobs, suffix, False)
             print(f"  -o *{suffix:6} --jobs {jobs}: {cpu:9,.0f} per CPU s ({wall:9,.0f} wall)")
+    if args.instructions:
+        if args.instructions_matches < 2:
+            raise SystemExit("--instructions-matches must be at least 2")
+        instructions(preset, args.instructions_matches)
 
 
 if __name__ == "__main__":

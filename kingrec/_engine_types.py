@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+# The think-time rng of the match played from seed s is seeded with CLOCK_SEED + str(s), by
+# both simulator twins (here so that the compiled one need not load the reference to read it).
+CLOCK_SEED = "kingrec-simulate-think/"
+
 # Engine flag bits: the options of a ruleset in force for one deal (``Ruleset.deal_flags``).
 F_MUST_RUFF = 1
 F_MUST_OVERTRUMP = 2

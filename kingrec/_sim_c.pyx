@@ -38,7 +38,9 @@ from kingrec._core cimport (
     CoreRules, DealState, Tally, deal_legal, deal_push, deal_scores, deal_start, low_card,
     popcount, tally_add, tally_allowed, tally_clear,
 )
-from kingrec._mt cimport MT, mt_load, mt_seed, normalvariate, randbelow, rnd
+from kingrec._mt cimport (
+    MT, mt_load, mt_seed, mt_seed_pair, normalvariate, nv_accepts, randbelow, rnd,
+)
 from kingrec._v1write cimport (
     DEAL_MAX_BYTES, DealRecord, put_match_deal, put_packed_s32, put_varint, uchar, varint_size,
 )
@@ -46,9 +48,12 @@ from kingrec._v1write cimport (
 import random
 from hashlib import sha512
 
-from kingrec._sim_py import CLOCK_SEED, PlayedDeal
+# From the shared types, not _sim_py: a run of records loads no reference twin.
+from kingrec._engine_types import CLOCK_SEED, PlayedDeal
 
-__all__ = ["CONSTANTS", "TailWriter", "match_tail", "play_match"]
+__all__ = [
+    "CONSTANTS", "TailWriter", "match_tail", "normal_accepts", "normalvariates", "play_match",
+]
 
 # The bots' constants, for the test that holds them to kingrec.cards and kingrec.bots.
 CONSTANTS = {
@@ -76,6 +81,21 @@ cdef long long clock_play(MT* clock, long long limit, int choices, bint* auto) n
 cdef long long clock_trump(MT* clock, long long limit) noexcept nogil:
     cdef double x = exp(normalvariate(clock, 8.0, 0.5))
     return limit if x >= limit else <long long>x
+
+
+def normalvariates(object seed, double mu, double sigma, int n):
+    """``n`` draws of ``random.Random(seed).normalvariate(mu, sigma)`` by the C copy
+    (``_mt.pxd``), for the tests that hold it to Python's, draw for draw."""
+    cdef MT like, mt
+    cdef int i
+    mt_load(&like, random.Random(0).getstate())
+    mt_seed(&mt, seed, &like)
+    return [normalvariate(&mt, mu, sigma) for i in range(n)]
+
+
+def normal_accepts(double zz, double u2):
+    """``_mt.nv_accepts``: ``zz <= -log(u2)`` as normalvariate decides it, for the tests."""
+    return nv_accepts(zz, u2)
 
 
 # -- one match ---------------------------------------------------------------------------
@@ -400,10 +420,11 @@ cdef class TailWriter:
         if not isinstance(seed, int):
             raise TypeError(f"a seed is an int, not {type(seed).__name__}")
         m.r = &self.params.r
-        mt_seed(&m.rng, seed, &self.like)
         m.timed = think_times
         if think_times:
-            mt_seed(&m.clock, seed_of_str(f"{CLOCK_SEED}{seed}"), &self.like)
+            mt_seed_pair(&m.rng, seed, &m.clock, seed_of_str(f"{CLOCK_SEED}{seed}"), &self.like)
+        else:
+            mt_seed(&m.rng, seed, &self.like)
         m.first = randbelow(&m.rng, 4)  # by lot: rng.randrange(4)
         tally_clear(&m.tally)
         return 0

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from . import _engine_py
-from ._engine_types import END_INCOMPLETE, END_REVOKE, PlayedDeal
+from ._engine_types import CLOCK_SEED, END_INCOMPLETE, END_REVOKE, PlayedDeal
 from .bots import choose_contract, choose_play, choose_trump
 from .boundary import deal_to_proto
 from .cards import SUIT_MASKS, mask_of
@@ -237,10 +237,6 @@ def match_tail(rules: Ruleset, rng_state: object, clock_state: object | None, fi
         totals = [total + score for total, score in zip(totals, played.scores, strict=True)]
     tail.claimed_totals.extend(totals)
     return tail.SerializeToString(deterministic=True)
-
-
-# The think-time rng of the match played from seed s is seeded with CLOCK_SEED + str(s).
-CLOCK_SEED = "kingrec-simulate-think/"
 
 
 class Streams(NamedTuple):

@@ -15,6 +15,7 @@ they end themselves if the parent process disappears (``kill -9``).
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Generator
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Format",
     "SimulationSummary",
+    "cpu_seconds",
     "simulate_chunk",
     "simulate_to_file",
     "simulate_to_stream",
@@ -43,11 +45,24 @@ _MAX_CHUNK = 64
 _WINDOW_PER_JOB = 3
 
 
+def cpu_seconds() -> float:
+    """CPU seconds (user and system) this process has used since it began, its interpreter's
+    start-up included, with those of its child processes that have ended (a run's workers
+    once its pool is joined)."""
+    times = os.times()
+    return time.process_time() + times.children_user + times.children_system
+
+
 @dataclass(frozen=True)
 class SimulationSummary:
+    """A run: its matches and deals, its wall seconds and its CPU seconds (this process's
+    and its workers', ``cpu_seconds`` across the run), neither counting what the process
+    did before the run began."""
+
     matches: int
     deals: int
     seconds: float
+    cpu: float = 0.0
 
     @property
     def deals_per_second(self) -> float:
@@ -126,7 +141,7 @@ def _run(
     jobs: int,
     progress: Callable[[int], object] | None,
 ) -> SimulationSummary:
-    began = time.perf_counter()
+    began, began_cpu = time.perf_counter(), cpu_seconds()
     done = deals = 0
     chunks = _chunks(preset, seed, count, fmt, max(1, min(jobs, count)))
     try:
@@ -138,7 +153,8 @@ def _run(
                 progress(done)
     finally:
         chunks.close()  # stops the workers when the run ends early
-    return SimulationSummary(done, deals, time.perf_counter() - began)
+    # After the pool is joined (the generator closed): its workers' CPU is counted.
+    return SimulationSummary(done, deals, time.perf_counter() - began, cpu_seconds() - began_cpu)
 
 
 def simulate_to_file(

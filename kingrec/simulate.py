@@ -17,7 +17,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
-from . import __version__, _sim_py, _twins
+from . import __version__, _twins
 from .boundary import deal_to_proto, ruleset_to_proto
 from .rules import RevokeRule, Ruleset
 from .schedule import allowed_contracts
@@ -150,6 +150,8 @@ def simulate_match(
             raise ValueError(f"revoke_in_deal must be a deal number 1..{rules.deal_count}")
         if abandon_after is not None and revoke_in_deal > abandon_after:
             raise ValueError("revoke_in_deal comes after the match is abandoned")
+    from . import _sim_py  # only here: a run of records (RecordSimulator) does without it
+
     match = _head(rules, seed, match_id)
     _add_seats_and_rules(match, rules)
     rng, clock_state, first = _sim_py.streams(seed, think_times)

@@ -318,3 +318,38 @@ def test_compiled_bots_constants_are_the_python_ones() -> None:
         bots._ACE,
     )
     assert const["RAW_MEAN"] == [0.0, *(bots._RAW_MEAN[c] for c in Contract)]
+
+
+@needs_compiled
+@pytest.mark.parametrize(
+    ("seed", "mu", "sigma"), [(0, 0.0, 1.0), (7, 6.9, 0.65), (2**63, 8.0, 0.5)]
+)
+def test_the_compiled_normalvariate_draws_what_random_draws(
+    seed: int, mu: float, sigma: float
+) -> None:
+    # The think times' normal draws settle most tests of -log(u2) by bounds, not by libm:
+    # every draw, and so the stream after it, must stay Python's, bit for bit.
+    assert COMPILED is not None
+    rng = random.Random(seed)
+    expected = [rng.normalvariate(mu, sigma) for _ in range(50_000)]
+    assert COMPILED.sim.normalvariates(seed, mu, sigma, 50_000) == expected
+
+
+@needs_compiled
+def test_the_bounds_on_minus_log_decide_as_log_does_at_its_edge() -> None:
+    # zz at -log(u2) and its neighbours, for u2 from near 0 to 1 - 2**-53 and 1 itself:
+    # where the bounds are tight (u2 near 1) a wrong margin would flip the answer here.
+    import math
+
+    assert COMPILED is not None
+    accepts = COMPILED.sim.normal_accepts
+    rng = random.Random(17)
+    edges = [1.0, 1.0 - 2**-53, 1.0 - 2**-52, 0.5, 2**-53, 2**-30, 0.999999]
+    spread = [1.0 - rng.random() ** rng.choice([1, 3, 10, 30]) for _ in range(20_000)]
+    for u2 in (u for u in edges + spread if u > 0.0):
+        bound = -math.log(u2)
+        near = [bound, math.nextafter(bound, 0.0), math.nextafter(bound, 1.0)]
+        near += [bound * (1 + f) for f in (-1e-11, -1e-12, -1e-15, 1e-15, 1e-12, 1e-11)]
+        near += [0.0, bound / 2, bound * 2]
+        for zz in near:
+            assert accepts(zz, u2) == (zz <= bound), (zz, u2)

@@ -80,10 +80,19 @@ def test_a_given_match_id_is_written_as_simulate_match_writes_it(twins: Twins) -
 
 
 @needs_compiled
-@pytest.mark.parametrize("seed", [0, 1, -1, 2**32 - 1, 2**32, 2**64 + 3, -(2**70), 2**200 + 12345])
+@pytest.mark.parametrize(
+    "seed",
+    [
+        *(0, 1, -1, 2**32 - 1, 2**32, 2**64 + 3, -(2**70), 2**200 + 12345),
+        pytest.param(10**2000 + 3, id="2001-digits"),
+        pytest.param(10**3000 + 1, id="3001-digits"),
+    ],
+)
 def test_any_int_seed_is_seeded_in_c_as_random_seeds_it(seed: int) -> None:
     # The compiled twin seeds its streams itself: every length and sign of seed must give
-    # the words random.Random would take (abs(seed), 32 bits at a time).
+    # the words random.Random would take (abs(seed), 32 bits at a time). The two streams are
+    # seeded together when both keys fit the 624 words of the state, apart when one does
+    # not (the clock's key holds the seed's digits: 772 words for 3001 of them).
     assert COMPILED is not None
     rules = PRESETS["short"]
     fast = simulate_match_bytes(rules, seed, twins=COMPILED)

@@ -6,6 +6,8 @@ import hashlib
 import io
 import json
 import os
+import re
+import resource
 import signal
 import subprocess
 import sys
@@ -251,3 +253,36 @@ def test_the_default_seed_gives_every_preset_its_own_match_ids(tmp_path: Path) -
         ids[name] = {loads_match(line).match_id for line in lines}
         assert all(i.startswith(f"sim-{name}-") for i in ids[name])
     assert len(set().union(*ids.values())) == 2 * len(PRESETS)
+
+
+_SUMMARY = re.compile(
+    r"simulated (\d+) matches \((\d+) deals\) in (\d+\.\d\d) s, (\d+) deals/s; "
+    r"(\d+\.\d\d) s CPU in all, start-up included: (\d+) deals per CPU second\n"
+)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_summary_counts_the_cpu_of_the_whole_command_start_up_included(
+    jobs: str, tmp_path: Path
+) -> None:
+    # A short run's CPU is nearly all start-up (the interpreter, click, protobuf): the rate
+    # a user reads by the CPU figure must not leave it out. The system's own count of the
+    # command's CPU (wait4, its workers included) bounds it.
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = simulate("--matches", "4", "--jobs", jobs, "-o", str(tmp_path / "four.krec"))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    by_system = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    found = _SUMMARY.fullmatch(result.stderr.decode())
+    assert found is not None, result.stderr
+    matches, deals, _, _, cpu, per_cpu = found.groups()
+    assert (matches, deals) == ("4", "80")
+    assert 0.5 * by_system - 0.02 <= float(cpu) <= by_system + 0.02
+    assert 80 / (float(cpu) + 0.005) - 1 <= int(per_cpu) <= 80 / max(float(cpu) - 0.005, 1e-3) + 1
+
+
+def test_the_cpu_seconds_of_a_run_count_its_ended_child_processes() -> None:
+    # What a --jobs run's workers use is theirs, not the parent's: counted once they ended.
+    burn = "import time\nwhile time.process_time() < 0.3: pass"
+    before = simrun.cpu_seconds()
+    subprocess.run([sys.executable, "-c", burn], check=True)
+    assert simrun.cpu_seconds() - before >= 0.3 - 0.02  # os.times counts in clock ticks

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from kingrec._twins import COMPILED
 from kingrec.container import read_frames
 
 # Runs the command line as the ``kingrec`` script does, then writes the loaded modules' names.
@@ -82,6 +83,22 @@ def test_simulate_to_a_krec_file_never_loads_the_reader_the_validator_or_the_bar
     assert "kingrec.container.writer" in loaded
     with out.open("rb") as stream:
         assert len(list(read_frames(stream))) == 1
+
+
+# What the compiled simulator's run into a .krec file must not load either: the reference
+# simulator twin, its bots and the game they play through. (The reference engine is loaded:
+# the compiled engine, which kingrec._twins loads, falls back on it for odd input.)
+REFERENCE_TWINS = ("kingrec._sim_py", "kingrec.bots", "kingrec.game")
+
+
+@pytest.mark.skipif(COMPILED is None, reason="the compiled twins are not built")
+def test_the_compiled_simulator_into_a_krec_file_loads_no_reference_twin(tmp_path: Path) -> None:
+    out = tmp_path / "one.krec"
+    loaded = loaded_by(tmp_path, "simulate", "--matches", "2", "-o", str(out))
+    assert {m for m in REFERENCE_TWINS if m in loaded} == set()
+    assert "kingrec._sim_c" in loaded  # ...and the compiled twin wrote the matches
+    with out.open("rb") as stream:
+        assert len(list(read_frames(stream))) == 2
 
 
 def test_simulate_with_a_bar_asked_for_loads_the_bar(tmp_path: Path) -> None:
