@@ -874,6 +874,8 @@ cdef class ParSearch:
         has lost the trick already and which card wins it so far (``top``)."""
         cdef int rank = card % 13
         cdef bint wins
+        if self.contract == SON_IKI and d.ntricks < 11:
+            return -rank  # _par_py.ParSearch._order: son iki's early tricks, high first
         if d.ntrick == 0:
             return -rank if self.hero_wants_units else rank
         if lost:

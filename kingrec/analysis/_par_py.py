@@ -695,6 +695,12 @@ class ParSearch:
     ) -> int:
         """Sort key of a move: lower goes first."""
         rank = card % 13
+        if self.contract == Contract.SON_IKI and len(deal.winners) < 11:
+            # Son iki's early tricks carry nothing: what a card does is leave the hand, and
+            # both sides shape the last two tricks by keeping their low cards (the hero to
+            # duck them, the three to lead under the hero's), so everyone plays high first
+            # (on 20 bench deals from trick 7, a third of the nodes of the orders below).
+            return -rank
         if not trick:
             return -rank if self.hero_wants_units else rank
         seat, leader = self.seat, deal.leader
