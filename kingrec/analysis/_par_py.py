@@ -331,6 +331,31 @@ class ParSearch:
             return most
         return -1
 
+    def _led_into_tops(self, deal: Deal) -> bool:
+        """Penalty contracts, at a trick boundary with another seat on lead: whether the three
+        can make the hero win every trick left (and so take every unit still in play).
+
+        When each of the hero's cards is above all the others' cards of its suit (its
+        *tops*), the hero wins every trick it follows suit to: the card led and all the
+        others' are below any card of the suit it plays (and withholding, which asks for a
+        penalty card below the highest on the trick, asks it for none). Then it leads, and a
+        top led wins too. Cards only leave, so a top stays a top: once it wins a trick it
+        wins every one after. The leader need only lead a card of a suit the hero holds, if
+        its legal leads hold one. (``_ranked_out`` settles the hero on lead, and a hero that
+        holds every suit they could lead; here the others may hold suits the hero lacks, and
+        no more is asked than this lead.) The ranks it reads are ``_ranked_out``'s: in each
+        suit both hold, the hero's lowest card, above all of theirs."""
+        seat, held = self.seat, deal.held
+        if deal.leader == seat:
+            return False
+        hero = held[seat]
+        others = held[(seat + 1) % 4] | held[(seat + 2) % 4] | held[(seat + 3) % 4]
+        for suit_mask in SUIT_MASKS:
+            mine, theirs = hero & suit_mask, others & suit_mask
+            if mine and theirs and (mine & -mine).bit_length() < theirs.bit_length():
+                return False  # a card of the hero's below one of theirs
+        return bool(deal.legal() & _suits_of(hero))
+
     def _ducks_every_lead(self, deal: Deal) -> int:
         """Penalty contracts: when the hero can lose every trick left (0 units from here), the
         suits whose ranks say so, as a card mask (every card of each suit compared); else -1.
@@ -796,6 +821,9 @@ class ParSearch:
                 if ranked >= 0:
                     self.relevant = self._ranked_out_ranks(deal, ranked == 0)
                     return ranked  # the ranks settle the rest: nothing more, or every unit left
+                if self._led_into_tops(deal):
+                    self.relevant = self._ranked_out_ranks(deal, False)
+                    return most  # the three lead into the hero's tops: it wins every trick
                 ducked = self._ducks_every_lead(deal)
                 if ducked >= 0:
                     self.relevant = ducked  # the suits it compared, whole
