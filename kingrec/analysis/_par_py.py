@@ -21,7 +21,9 @@ it fast, and none of it changes a value:
   all the others' cards of its suit wins no trick left (0), and one whose every card is
   above them all, holding every suit they could lead to it, wins every trick and unit left;
   one that can duck every lead (its i-th lowest card of each suit below the others' i-th
-  lowest) wins none either (``_ducks_every_lead``);
+  lowest) wins none either (``_ducks_every_lead``); one whose every card is above them
+  all, with another seat on lead free to lead one of its suits, wins every trick and unit
+  left (``_led_into_tops``);
   and the trick about to be played or on the table bounds the hero's units either way
   (``_this_trick``, ``_in_trick``: a trick the three can make it win, one it can surely
   lose);
@@ -38,7 +40,7 @@ it fast, and none of it changes a value:
 - move ordering: cheap rank heuristics (win cheaply in koz, duck high in the penalty
   contracts, shed penalty cards on a void; once the hero has lost the trick, the other
   three keep their high cards in koz and their penalty cards in the penalty contracts but
-  son iki).
+  son iki; in son iki's first eleven tricks, which carry nothing, everyone high first).
 
 The compiled twin searches the same tree in the same order, so the two give the same values,
 and the same node counts as long as its pool of at most 2**20 entries has not had to forget any
@@ -724,7 +726,7 @@ class ParSearch:
             # Son iki's early tricks carry nothing: what a card does is leave the hand, and
             # both sides shape the last two tricks by keeping their low cards (the hero to
             # duck them, the three to lead under the hero's), so everyone plays high first
-            # (on 20 bench deals from trick 7, a third of the nodes of the orders below).
+            # (10 simulated son iki deals from trick 7: a third of the nodes of the orders below).
             return -rank
         if not trick:
             return -rank if self.hero_wants_units else rank
