@@ -399,6 +399,24 @@ cdef class ParSearch:
             return most
         return -1
 
+    cdef bint _led_into_tops(self, const DealState* d) noexcept nogil:
+        """``_par_py.ParSearch._led_into_tops``: whether the leader may lead into the hero's
+        tops (every card of the hero's above all the others' cards of its suit)."""
+        cdef int seat = self.seat, suit
+        cdef uint64_t hero = d.held[seat], mine, theirs, suits = 0
+        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
+                                | d.held[(seat + 3) & 3])
+        if d.leader == seat:
+            return False
+        for suit in range(4):
+            mine = hero & SUIT[suit]
+            theirs = others & SUIT[suit]
+            if mine:
+                suits |= SUIT[suit]
+                if theirs and low_card(mine) < high_card(theirs):
+                    return False
+        return (deal_legal(d) & suits) != 0
+
     cdef bint _ducks_every_lead(self, const DealState* d, uint64_t* read) noexcept nogil:
         """``_par_py.ParSearch._ducks_every_lead``: whether the hero can lose every trick
         left; then ``read`` gets the suits it compared."""
@@ -874,6 +892,8 @@ cdef class ParSearch:
         has lost the trick already and which card wins it so far (``top``)."""
         cdef int rank = card % 13
         cdef bint wins
+        if self.contract == SON_IKI and d.ntricks < 11:
+            return -rank  # _par_py.ParSearch._order: son iki's early tricks, high first
         if d.ntrick == 0:
             return -rank if self.hero_wants_units else rank
         if lost:
@@ -1022,6 +1042,9 @@ cdef class ParSearch:
                 if value >= 0:
                     self.relevant = self._ranked_out_ranks(d, value == 0)
                     return value
+                if self._led_into_tops(d):  # _par_py.ParSearch._led_into_tops
+                    self.relevant = self._ranked_out_ranks(d, False)
+                    return most
                 if self._ducks_every_lead(d, &self.relevant):
                     return 0  # _par_py.ParSearch._ducks_every_lead: every trick left lost
                 if near:

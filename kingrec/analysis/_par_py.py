@@ -21,7 +21,9 @@ it fast, and none of it changes a value:
   all the others' cards of its suit wins no trick left (0), and one whose every card is
   above them all, holding every suit they could lead to it, wins every trick and unit left;
   one that can duck every lead (its i-th lowest card of each suit below the others' i-th
-  lowest) wins none either (``_ducks_every_lead``);
+  lowest) wins none either (``_ducks_every_lead``); one whose every card is above them
+  all, with another seat on lead free to lead one of its suits, wins every trick and unit
+  left (``_led_into_tops``);
   and the trick about to be played or on the table bounds the hero's units either way
   (``_this_trick``, ``_in_trick``: a trick the three can make it win, one it can surely
   lose);
@@ -38,7 +40,7 @@ it fast, and none of it changes a value:
 - move ordering: cheap rank heuristics (win cheaply in koz, duck high in the penalty
   contracts, shed penalty cards on a void; once the hero has lost the trick, the other
   three keep their high cards in koz and their penalty cards in the penalty contracts but
-  son iki).
+  son iki; in son iki's first eleven tricks, which carry nothing, everyone high first).
 
 The compiled twin searches the same tree in the same order, so the two give the same values,
 and the same node counts as long as its pool of at most 2**20 entries has not had to forget any
@@ -330,6 +332,31 @@ class ParSearch:
         if above:
             return most
         return -1
+
+    def _led_into_tops(self, deal: Deal) -> bool:
+        """Penalty contracts, at a trick boundary with another seat on lead: whether the three
+        can make the hero win every trick left (and so take every unit still in play).
+
+        When each of the hero's cards is above all the others' cards of its suit (its
+        *tops*), the hero wins every trick it follows suit to: the card led and all the
+        others' are below any card of the suit it plays (and withholding, which asks for a
+        penalty card below the highest on the trick, asks it for none). Then it leads, and a
+        top led wins too. Cards only leave, so a top stays a top: once it wins a trick it
+        wins every one after. The leader need only lead a card of a suit the hero holds, if
+        its legal leads hold one. (``_ranked_out`` settles the hero on lead, and a hero that
+        holds every suit they could lead; here the others may hold suits the hero lacks, and
+        no more is asked than this lead.) The ranks it reads are ``_ranked_out``'s: in each
+        suit both hold, the hero's lowest card, above all of theirs."""
+        seat, held = self.seat, deal.held
+        if deal.leader == seat:
+            return False
+        hero = held[seat]
+        others = held[(seat + 1) % 4] | held[(seat + 2) % 4] | held[(seat + 3) % 4]
+        for suit_mask in SUIT_MASKS:
+            mine, theirs = hero & suit_mask, others & suit_mask
+            if mine and theirs and (mine & -mine).bit_length() < theirs.bit_length():
+                return False  # a card of the hero's below one of theirs
+        return bool(deal.legal() & _suits_of(hero))
 
     def _ducks_every_lead(self, deal: Deal) -> int:
         """Penalty contracts: when the hero can lose every trick left (0 units from here), the
@@ -695,6 +722,12 @@ class ParSearch:
     ) -> int:
         """Sort key of a move: lower goes first."""
         rank = card % 13
+        if self.contract == Contract.SON_IKI and len(deal.winners) < 11:
+            # Son iki's early tricks carry nothing: what a card does is leave the hand, and
+            # both sides shape the last two tricks by keeping their low cards (the hero to
+            # duck them, the three to lead under the hero's), so everyone plays high first
+            # (10 simulated son iki deals from trick 7: a third of the nodes of the orders below).
+            return -rank
         if not trick:
             return -rank if self.hero_wants_units else rank
         seat, leader = self.seat, deal.leader
@@ -790,6 +823,9 @@ class ParSearch:
                 if ranked >= 0:
                     self.relevant = self._ranked_out_ranks(deal, ranked == 0)
                     return ranked  # the ranks settle the rest: nothing more, or every unit left
+                if self._led_into_tops(deal):
+                    self.relevant = self._ranked_out_ranks(deal, False)
+                    return most  # the three lead into the hero's tops: it wins every trick
                 ducked = self._ducks_every_lead(deal)
                 if ducked >= 0:
                     self.relevant = ducked  # the suits it compared, whole
