@@ -703,6 +703,37 @@ def test_the_twins_agree_on_the_null_window_passes_and_the_table_figures() -> No
 
 
 @needs_compiled
+@pytest.mark.parametrize("name", list(RULESETS))
+def test_the_twins_key_and_find_the_same_trick_starts_with_cards_gone_from_the_suits(
+    name: str,
+) -> None:
+    # The compiled key is made from masks (each suit's thirteen ranks, then the cards
+    # played taken out) and a look hashes its chains from terms worked out once: on
+    # five-trick endings of every contract with cards gone from anywhere in the suits and
+    # one suit gone whole, every seat searched with one table, the twins find the same
+    # positions in the table, answer as many from it and search as many nodes.
+    assert _twins.COMPILED is not None
+    rules = RULESETS[name]
+    rng = random.Random(f"keys {name}")
+    probes = 0
+    for contract in Contract:
+        for _draw in range(1000):
+            deal = _ending_under(rng, rules, contract, 5)
+            if deal is not None and any(deal.played & mask == mask for mask in SUIT_MASKS):
+                break
+        else:
+            pytest.fail(f"no five-trick ending of {contract} with a suit gone")
+        figures = []
+        for twin in (_par_py, _twins.COMPILED.par):
+            search = twin.ParSearch(deal.contract, deal.trump, deal.flags)
+            values = [_units(search, deal, seat) for seat in range(4)]
+            figures.append((values, search.nodes, search.tt_probes, search.tt_hits, search.tt_cuts))
+        assert figures[0] == figures[1], (name, contract, deal.held)
+        probes += figures[0][2]
+    assert probes > 0  # the table was looked into
+
+
+@needs_compiled
 @pytest.mark.parametrize("pool", [2, 3, 8])
 def test_a_compiled_table_swept_when_full_keeps_every_value(pool: int) -> None:
     # A pool of a few entries fills at once on four-trick endings: each time it is full it
