@@ -13,9 +13,8 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 from kingrec._core cimport (
-    ALL_CARDS, EL_ALMAZ, END_PLAYING, F_HEART_LEAD_BAN, F_MUST_OVERTRUMP, F_RAISE_ON_TRUMP_LEAD,
-    F_RIFKI_HEART_AFTER_KING, F_TRUMP_LEAD_BREAK, F_VOID_DISCARD, F_WITHHOLDING, HEARTS_MASK, KOZ,
-    PENALTY, SON_IKI, SUIT, SUIT_OF,
+    ALL_CARDS, EL_ALMAZ, END_PLAYING, F_MUST_OVERTRUMP, F_RAISE_ON_TRUMP_LEAD,
+    F_TRUMP_LEAD_BREAK, F_VOID_DISCARD, F_WITHHOLDING, KOZ, PENALTY, SON_IKI, SUIT, SUIT_OF,
     DealState, deal_legal, deal_push, high_card, highest_of_suit, low_card, popcount, to_play,
     trick_winner,
 )
@@ -531,63 +530,6 @@ cdef class ParSearch:
                     saved = shed
         ceiling[0] = most - saved
 
-    cdef int _led_until_won(self, const DealState* d, uint64_t* read) noexcept nogil:
-        """``_par_py.ParSearch._led_until_won``: a floor on the hero's units from the
-        masters of a suit the three lead until the hero has won them (the proof is there),
-        and in ``read`` the suits it read, whole (0 when it says nothing)."""
-        cdef int seat = self.seat, best = 0, units, k, i, f, suit
-        cdef bint per_trick = self.contract == EL_ALMAZ, they_lead = d.leader != seat
-        cdef bint void_discard = (self.flags & F_VOID_DISCARD) != 0, hearts_forced, first, gift
-        cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0
-        cdef uint64_t hero = d.held[seat], penalty = self.penalty
-        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
-                                | d.held[(seat + 3) & 3])
-        cdef uint64_t suit_mask, mine, theirs, masters, own, suits, ducked
-        cdef int shed
-        read[0] = 0
-        if self.contract == SON_IKI:
-            return 0
-        for suit in range(4):
-            suit_mask = SUIT[suit]
-            mine = hero & suit_mask
-            if not mine:
-                continue
-            theirs = others & suit_mask
-            masters = mine & ~((<uint64_t>2 << high_card(theirs)) - 1) if theirs else mine
-            units = popcount(masters if per_trick else masters & penalty)
-            first = masters == mine and they_lead and not per_trick  # the hero wins trick 1
-            if units + (3 if first else 0) <= best:
-                continue
-            if (suit_mask == HEARTS_MASK and self.flags & F_HEART_LEAD_BAN
-                    and not d.played & suit_mask
-                    and not (they_lead and deal_legal(d) & suit_mask)):
-                continue  # hearts may not be led yet
-            k = popcount(mine)
-            suits = suit_mask
-            hearts_forced = (suit_mask == HEARTS_MASK and void_discard
-                             and (self.flags & F_RIFKI_HEART_AFTER_KING) != 0)
-            for i in range(1, 4):
-                f = (seat + i) & 3
-                own = d.held[f] & suit_mask
-                gift = first and ((own & penalty) != 0 or (
-                    not own and void_discard and (d.held[f] & penalty) != 0))
-                shed = popcount(own) if hearts_forced else popcount(own & penalty)
-                if popcount(own) >= k + (shed if void_discard else 0):
-                    units += gift
-                    continue  # long
-                if f == d.leader or own >= (mine & (~mine + 1)):
-                    break  # the leader must lead S; a card of S above one of the hero's
-                if not ducks_all(d.held[f] & ~suit_mask, hero & ~suit_mask, penalty, forced,
-                                 &ducked):
-                    break
-                suits |= ducked  # low
-                units += gift
-            else:
-                if units > best:
-                    best = units
-                    read[0] = suits
-        return best
-
     cdef void _in_trick(self, const DealState* d, int most, int* floor,
                         int* ceiling) noexcept nogil:
         """``_par_py.ParSearch._in_trick``: a floor and a ceiling on the hero's units from
@@ -992,7 +934,7 @@ cdef class ParSearch:
         cdef uint64_t codes[4]
         cdef uint64_t top[4]
         cdef unsigned char shift[4]
-        cdef uint64_t relevant, narrowed = 0, led
+        cdef uint64_t relevant, narrowed = 0
         cdef unsigned long long started = 0
         cdef int most, low, high, best, value, gained, i, j, n, hint = -1, first, best_card = -1
         cdef int original_alpha, original_beta, reach
@@ -1090,10 +1032,6 @@ cdef class ParSearch:
                         return low
                     if high <= alpha:
                         return high
-                value = self._led_until_won(d, &led)  # _par_py.ParSearch._led_until_won
-                if value >= beta:
-                    self.relevant = led  # the suits it read, whole
-                    return value
             keyed = True
             self._key(d, key, codes)
             self.tt_probes += 1

@@ -53,15 +53,13 @@ from typing import Any
 from .._engine_py import Deal, _highest_of_suit, trick_winner
 from .._engine_types import (
     END_PLAYING,
-    F_HEART_LEAD_BAN,
     F_MUST_OVERTRUMP,
     F_RAISE_ON_TRUMP_LEAD,
-    F_RIFKI_HEART_AFTER_KING,
     F_TRUMP_LEAD_BREAK,
     F_VOID_DISCARD,
     F_WITHHOLDING,
 )
-from ..cards import HEARTS, SUIT_MASKS
+from ..cards import SUIT_MASKS
 from ..contracts import PENALTY_MASKS, Contract
 
 __all__ = ["CLOCK_EVERY", "ParSearch"]
@@ -485,108 +483,6 @@ class ParSearch:
                 saved = min(saved, shed)
         return floor, most - saved
 
-    def _led_until_won(self, deal: Deal) -> tuple[int, int]:
-        """Penalty contracts but son iki, at a trick boundary: a floor on the hero's units
-        from here on that sees past the trick about to be played, and the suits it read (a
-        card mask; (0, 0) when it says nothing).
-
-        Take a suit S in which the hero holds k cards, its *masters* those above every
-        other seat's card of S. Each of the three is either *long* in S: it holds at least k
-        cards of S beyond those the rules could make it shed elsewhere (its penalty cards
-        of S under a forced discard; hearts in rıfkı with ``rifki_heart_after_king``, when S
-        is hearts, are never counted); or *low*: every card it holds of S is below all the
-        hero's, and in every other suit both hold it can duck each card the hero leads
-        (``_ducks_all``: its i-th lowest below the hero's i-th lowest, a suit where the
-        rules could choose a low penalty card for it wholly below the hero's). The seat on
-        lead, if not the hero, is long, and S may be led (hearts under the lead ban, none
-        played yet: only when that seat may lead them now). The three play so: a long seat
-        on lead leads S while the hero holds a card of S; a low seat plays its highest card
-        under the hero's when the hero leads (or the card the rules ask for), its lowest of
-        S on S, and sheds the top card of a suit (or the card the rules ask for). Then
-
-        - a low seat never wins a trick: its cards of S are below the hero's, which follows
-          every lead of S; and it ducks each card the hero leads in another suit, the test
-          staying true as in ``_ducks_all`` (a card leaving from the top of its suit, or at
-          or above the hero's card's place, keeps every i-th card below the hero's i-th). So
-          only the hero or a long seat is ever on lead;
-        - a long seat holds a card of S whenever the hero does: each trick led in S takes
-          one card of S from each of the four, and a trick led in another suit T (only the
-          hero leads one) takes one from a long seat only when it is void in T and must shed
-          it: a forced card (counted out beforehand) or, when it holds nothing but S, any,
-          but then its S cards are its whole hand, as many as the hero's (every hand is as
-          long at a trick start), so never fewer than the hero's cards of S;
-        - so every lead while the hero holds S is the hero's or S: the hero, following S,
-          never sheds a card of S on another suit. Each of its cards of S is played to a
-          trick led in S, where a master is the highest card of S: it wins that trick;
-        - a master that is a penalty card is won by the hero, and the deal cannot end early
-          while it is in a hand (the early end waits for the last penalty card). In el
-          almaz each master is a trick, and every trick is played.
-
-        When every card of the hero's in S is a master and one of the three leads now, the
-        hero wins this first trick too, and with it a penalty card of S from each of the
-        three that holds one (it follows S; withholding only asks for such a card) and,
-        under a forced discard, a penalty card from each low seat void in S that holds one
-        (it must shed one, and it chooses which as its play above says: a suit's top card,
-        as penalty cards are on top where the rules could choose for it, or any of a suit
-        wholly below the hero's or that the hero lacks).
-
-        The suit whose units are most is taken. What it reads is in the suits it names
-        whole (S, and every suit a low seat was compared in) or in the table's key (the
-        leader, each hand's length of each suit, so whether hearts are broken).
-        """
-        contract, penalty, seat, held = self.contract, self.penalty, self.seat, deal.held
-        if contract == Contract.SON_IKI:
-            return 0, 0
-        per_trick = contract == Contract.EL_ALMAZ
-        coalition = [(seat + 1) % 4, (seat + 2) % 4, (seat + 3) % 4]
-        hero = held[seat]
-        others = held[coalition[0]] | held[coalition[1]] | held[coalition[2]]
-        void_discard = self.flags & F_VOID_DISCARD
-        forced = bool(self.flags & (F_WITHHOLDING | F_VOID_DISCARD))
-        they_lead = deal.leader != seat
-        best, best_read = 0, 0
-        for suit, suit_mask in enumerate(SUIT_MASKS):
-            mine = hero & suit_mask
-            if not mine:
-                continue
-            theirs = others & suit_mask
-            masters = mine & ~((1 << theirs.bit_length()) - 1)
-            units = (masters if per_trick else masters & penalty).bit_count()
-            first = masters == mine and they_lead and not per_trick  # the hero wins trick 1
-            if units + (3 if first else 0) <= best:
-                continue
-            if (
-                suit == HEARTS
-                and self.flags & F_HEART_LEAD_BAN
-                and not deal.played & suit_mask
-                and not (they_lead and deal.legal() & suit_mask)
-            ):
-                continue  # hearts may not be led yet
-            k, read = mine.bit_count(), suit_mask
-            after_king = self.flags & F_RIFKI_HEART_AFTER_KING
-            hearts_forced = suit == HEARTS and void_discard and after_king
-            for f in coalition:
-                own = held[f] & suit_mask
-                # what it gives on the first trick: a penalty card of S, or one it must shed
-                gift = first and bool(
-                    own & penalty or (not own and void_discard and held[f] & penalty)
-                )
-                shed = own.bit_count() if hearts_forced else (own & penalty).bit_count()
-                if own.bit_count() >= k + (shed if void_discard else 0):
-                    units += gift
-                    continue  # long
-                if f == deal.leader or own >= _lowest(mine):
-                    break  # the leader must lead S; a card of S above one of the hero's
-                ducked = _ducks_all(held[f] & ~suit_mask, hero & ~suit_mask, penalty, forced)
-                if ducked < 0:
-                    break
-                read |= ducked  # low
-                units += gift
-            else:
-                if units > best:
-                    best, best_read = units, read
-        return best, best_read
-
     def _in_trick(self, deal: Deal, most: int) -> tuple[int, int]:
         """Penalty contracts, inside a trick: a floor and a ceiling on the hero's units from
         here on, from the trick on the table alone (``_this_trick`` once the lead is out).
@@ -906,10 +802,6 @@ class ParSearch:
                     return floor  # the three can give the hero this trick's units
                 if ceiling <= alpha:
                     return ceiling  # the hero can send this trick's units elsewhere
-                floor, read = self._led_until_won(deal)
-                if floor >= beta:
-                    self.relevant = read  # the suits it read, whole
-                    return floor  # the three can make the hero win its masters of it
             key, codes = self._key(deal)
             self.tt_probes += 1
             found = self._find(key, codes, deal.played, alpha, beta)
