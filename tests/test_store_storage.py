@@ -22,11 +22,14 @@ _CHOSEN = {
     ("tricks_base", "deal_code"): "RLE",
     ("tricks_base", "trick_code"): "Uncompressed",
     ("tricks_base", "points"): "BitPacking",
-    ("deals_base", "match_key"): "BitPacking",
+    ("deals_base", "match_key"): "RLE",
     ("deals_base", "score_0"): "BitPacking",
     ("deals_base", "held_0"): "Uncompressed",
     ("deals_base", "contract"): "Uncompressed",
     ("deals_base", "tricks"): "Uncompressed",
+    ("records_base", "match_key"): "RLE",
+    ("records_base", "chunk"): "BitPacking",
+    ("records_base", "bytes"): "Uncompressed",
 }
 
 
@@ -49,7 +52,7 @@ def _row_groups(path: Path, table: str) -> list[tuple[int, list[int]]]:
         con.close()
 
 
-def test_the_dense_codes_are_stored_as_they_are_and_small_numbers_bitpacked(
+def test_dense_codes_are_stored_as_they_are_keys_as_runs_and_small_numbers_bitpacked(
     tmp_path: Path,
 ) -> None:
     db = tmp_path / "k.duckdb"
