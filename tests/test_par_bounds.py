@@ -4,12 +4,12 @@ answer."""
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from types import ModuleType
 
-from test_par import _exhaustive, _random_ending
+from test_par import BoundCase, bound_cases, whole_endings
 
+from kingrec._engine_py import Deal
 from kingrec.analysis import _par_py
 from kingrec.cards import DIAMONDS, SPADES, SUIT_MASKS, parse_cards
 from kingrec.contracts import Contract
@@ -54,33 +54,24 @@ def test_the_trick_about_to_be_played_bounds_the_hero_as_plain_minimax_does() ->
     # hero this trick and its units) and the ceiling (the hero can send this trick's units
     # elsewhere) hold on every random ending where either says anything, and each fires
     # both with the hero on lead and off it.
-    rng = random.Random(1918)
-    seen: set[tuple[str, bool]] = set()
-    checked = 0
-    for _ in range(6000):
-        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+    def this_trick(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
         if deal.contract == Contract.KOZ or deal.trick:
-            continue
-        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
-        most = search._units_in_play(deal)
-        if most == 0:
-            continue
-        for seat in range(4):
-            search.seat = seat
-            floor, ceiling = search._this_trick(deal, most)
-            if floor == 0 and ceiling == most:
-                continue
-            value = _exhaustive(deal, seat)
-            assert floor <= value <= ceiling, (deal.held, deal.leader, deal.contract, seat)
-            on_lead = deal.leader == seat
-            if floor:
-                seen.add(("floor", on_lead))
-            if ceiling < most:
-                seen.add(("ceiling", on_lead))
-            checked += 1
-        if checked >= 150 and len(seen) == 4:
-            break
-    assert checked >= 150 and len(seen) == 4
+            return None
+        floor, ceiling = search._this_trick(deal, most)
+        return None if floor == 0 and ceiling == most else (floor, ceiling)
+
+    seen: set[tuple[str, bool]] = set()
+    checked: list[BoundCase] = []
+    cases = bound_cases(1918, (2, 3), this_trick, endings=6000)
+    for case in whole_endings(cases, lambda: len(checked) >= 150 and len(seen) == 4):
+        assert case.holds(), case.where()
+        on_lead = case.deal.leader == case.seat
+        if case.floor:
+            seen.add(("floor", on_lead))
+        if case.ceiling < case.most:
+            seen.add(("ceiling", on_lead))
+        checked.append(case)
+    assert len(checked) >= 150 and len(seen) == 4
 
 
 def test_a_lone_ace_led_into_takes_the_queen_led_and_the_one_a_void_seat_sheds(
@@ -131,33 +122,25 @@ def test_the_trick_on_the_table_bounds_the_hero_as_plain_minimax_does() -> None:
     # The same inside a trick, from every preset: with the hero's card already on the table
     # (beaten, or the highest with nobody forced over it) and still to come (a card to duck
     # with, or only cards that beat all the rest), each bound fires and none is wrong.
-    rng = random.Random(2018)
-    seen: set[tuple[str, bool]] = set()
-    checked = 0
-    for _ in range(6000):
-        deal, _rules = _random_ending(rng, rng.choice((1, 2, 3)))
+    def in_trick(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
         if deal.contract == Contract.KOZ or not deal.trick:
-            continue
-        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
-        most = search._units_in_play(deal)
-        if most == 0:
-            continue
-        for seat in range(4):
-            search.seat = seat
-            floor, ceiling = search._in_trick(deal, most)
-            if floor == 0 and ceiling == most:
-                continue
-            value = _exhaustive(deal, seat)
-            assert floor <= value <= ceiling, (deal.held, deal.trick, deal.contract, seat)
-            played = (seat - deal.leader) % 4 < len(deal.trick)
-            if floor:
-                seen.add(("floor", played))
-            if ceiling < most:
-                seen.add(("ceiling", played))
-            checked += 1
-        if checked >= 300 and len(seen) == 4:
-            break
-    assert checked >= 300 and len(seen) == 4
+            return None
+        floor, ceiling = search._in_trick(deal, most)
+        return None if floor == 0 and ceiling == most else (floor, ceiling)
+
+    seen: set[tuple[str, bool]] = set()
+    checked: list[BoundCase] = []
+    cases = bound_cases(2018, (1, 2, 3), in_trick, endings=6000)
+    for case in whole_endings(cases, lambda: len(checked) >= 300 and len(seen) == 4):
+        assert case.holds(), case.where()
+        deal = case.deal
+        played = (case.seat - deal.leader) % 4 < len(deal.trick)
+        if case.floor:
+            seen.add(("floor", played))
+        if case.ceiling < case.most:
+            seen.add(("ceiling", played))
+        checked.append(case)
+    assert len(checked) >= 300 and len(seen) == 4
 
 
 def _on_the_table(
@@ -194,30 +177,32 @@ def test_each_seats_trump_tricks_are_a_floor_for_it_and_leave_a_ceiling_for_the_
     # Koz, every preset (ruff, overtrump and raise rules included): of a seat's i highest
     # trumps all but the higher trumps in other hands win, whoever leads; held to plain
     # minimax at trick starts and inside tricks, for the seat itself and for every other.
-    rng = random.Random(2019)
-    checked = beyond_the_top = 0
-    for _ in range(20000):
-        deal, _rules = _random_ending(rng, rng.choice((2, 2, 3)))
+    def trump_tricks(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
         if deal.contract != Contract.KOZ:
-            continue
-        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+            return None
         sure = [search._trump_tricks(deal, s) for s in range(4)]
         if not any(sure):
-            continue
-        left = 13 - len(deal.winners)
-        for seat in range(4):
-            value = _exhaustive(deal, seat)
-            assert value >= sure[seat], (deal.held, deal.trick, deal.trump, seat)
-            others = max(sure[s] for s in range(4) if s != seat)
-            assert value <= left - others, (deal.held, deal.trick, deal.trump, seat)
+            return None
+        others = max(sure[s] for s in range(4) if s != search.seat)
+        return sure[search.seat], most - others
+
+    def beyond_the_top(case: BoundCase) -> bool:
+        # a seat sure of tricks without the highest trump out: past the top trumps in a row
+        deal = case.deal
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
         trumps = SUIT_MASKS[deal.trump] & ~deal.played
         top = 1 << (trumps.bit_length() - 1)
-        # a seat sure of tricks without the highest trump out: past the top trumps in a row
-        beyond_the_top += any(sure[s] and not deal.held[s] & top for s in range(4))
-        checked += 1
-        if checked >= 100 and beyond_the_top >= 20:
-            break
-    assert checked >= 100 and beyond_the_top >= 20
+        return any(search._trump_tricks(deal, s) and not deal.held[s] & top for s in range(4))
+
+    endings: set[int] = set()
+    past_the_top: set[int] = set()
+    cases = bound_cases(2019, (2, 2, 3), trump_tricks)
+    for case in whole_endings(cases, lambda: len(endings) >= 100 and len(past_the_top) >= 20):
+        assert case.holds(), case.where()
+        endings.add(case.ending)
+        if beyond_the_top(case):
+            past_the_top.add(case.ending)
+    assert len(endings) >= 100 and len(past_the_top) >= 20
 
 
 def test_a_king_and_queen_of_trumps_under_the_ace_win_one_trick_at_once(
@@ -240,30 +225,26 @@ def test_a_hero_able_to_duck_every_lead_takes_nothing_as_plain_minimax_says() ->
     # at trick starts (another seat on lead, past what "every card below all of theirs"
     # settles; the hero on lead with a card some seat must beat) and inside tricks (the
     # hero's card beaten, or the hero yet to play).
-    rng = random.Random(2026)
+    def ducks(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
+        if deal.contract == Contract.KOZ or search._ducks_every_lead(deal) < 0:
+            return None
+        return 0, 0
+
     seen: Counter[str] = Counter()
-    for _ in range(8000):
-        deal, _rules = _random_ending(rng, rng.choice((1, 2, 3)))
-        if deal.contract == Contract.KOZ:
-            continue
-        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
-        most = search._units_in_play(deal)
-        if most == 0:
-            continue
-        for seat in range(4):
+    cases = bound_cases(2026, (1, 2, 3), ducks, endings=8000)
+    for case in whole_endings(cases, lambda: len(seen) == 4 and min(seen.values()) >= 25):
+        assert case.holds(), case.where()
+        deal, seat = case.deal, case.seat
+        if deal.trick:
+            played = (seat - deal.leader) % 4 < len(deal.trick)
+            seen["the hero's card beaten" if played else "the hero yet to play"] += 1
+        elif deal.leader == seat:
+            seen["the hero on lead"] += 1
+        else:
+            search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
             search.seat = seat
-            if search._ducks_every_lead(deal) < 0:
-                continue
-            assert _exhaustive(deal, seat) == 0, (deal.held, deal.trick, deal.contract, seat)
-            if deal.trick:
-                played = (seat - deal.leader) % 4 < len(deal.trick)
-                seen["the hero's card beaten" if played else "the hero yet to play"] += 1
-            elif deal.leader == seat:
-                seen["the hero on lead"] += 1
-            elif search._ranked_out(deal, most) != 0:
+            if search._ranked_out(deal, case.most) != 0:
                 seen["another seat on lead"] += 1
-        if len(seen) == 4 and min(seen.values()) >= 25:
-            break
     assert len(seen) == 4 and min(seen.values()) >= 25, seen
 
 
