@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from types import ModuleType
 
+import pytest
 from test_par import BoundCase, bound_cases, whole_endings
 
 from kingrec._engine_py import Deal
@@ -303,3 +304,123 @@ def test_a_penalty_card_under_the_heros_own_card_needs_its_suit_wholly_below_the
         search.seat = 1
         deal = _par_py._position(held, 0, [], played, 10, Contract.KIZ, -1, flags)
         assert search._ducks_every_lead(deal) == expected
+
+
+def test_a_hero_that_may_win_this_trick_and_then_lead_a_loser_takes_no_more_than_minimax() -> None:
+    # Penalty contracts of every preset and house variant, at trick starts where neither the
+    # ranks nor ducking every lead settle it: the hero may be made to win the trick about to
+    # be played, but then leads a card some seat must beat and ducks every lead after. The
+    # trick's units are a ceiling, held to plain minimax; it fires off lead and on lead with
+    # a trick that may carry units, in the card contracts too, and with one that carries none.
+    def exits(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
+        if deal.contract == Contract.KOZ or deal.trick:
+            return None
+        if search._ranked_out(deal, most) >= 0 or search._ducks_every_lead(deal) >= 0:
+            return None
+        ceiling = search._exits_after_this_trick(deal, most)
+        return None if ceiling < 0 or ceiling >= most else (0, ceiling)
+
+    seen: Counter[str] = Counter()
+    tight = 0
+    cases = bound_cases(1999, (2, 3), exits, endings=6000)
+    for case in whole_endings(cases, lambda: len(seen) == 4 and min(seen.values()) >= 12):
+        assert case.holds(), case.where()
+        tight += case.value == case.ceiling
+        if case.ceiling == 0:
+            seen["a trick that carries nothing, or lost"] += 1
+        elif case.deal.leader == case.seat:
+            seen["the hero on lead"] += 1
+        else:
+            seen["another seat on lead"] += 1
+        if case.ceiling and case.deal.contract not in (Contract.EL_ALMAZ, Contract.SON_IKI):
+            seen["penalty cards counted"] += 1
+    assert len(seen) == 4 and min(seen.values()) >= 12, seen
+    assert tight >= sum(seen.values()) // 2  # mostly the value itself: a bound that cuts
+
+
+def _without_exits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_par_py.ParSearch, "_exits_after_this_trick", lambda *_args: -1)
+
+
+def test_a_lone_ace_led_into_costs_el_almaz_one_trick_then_a_low_diamond_exits(
+    par_twin: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # El almaz, three tricks left, seat 0 leads. Seat 1's ♠A is its only spade: led a spade
+    # it wins, then leads the ♦3 under seat 2's ♦Q ♦K (two diamonds: seat 2 still holds one
+    # after the spade trick) and ducks the last diamond under the ♦4. Led a club, it sheds
+    # the ♠A. Par 1: the ceiling (1) and the trick's floor (the ace above every spade out)
+    # settle both null-window passes at the root; without the ceiling the search goes on.
+    hands = ("2S 3C 4C", "AS 2D 3D", "KD QD 5C", "3S 4D 6C")
+    held, played = _ending(hands)
+    flags = CLASSIC.deal_flags(Contract.EL_ALMAZ)
+    deal = _par_py._position(held, 0, [], played, 10, Contract.EL_ALMAZ, -1, flags)
+    search = _par_py.ParSearch(Contract.EL_ALMAZ, -1, flags)
+    search.seat = 1
+    assert search._ducks_every_lead(deal) == -1 and search._ranked_out(deal, 3) == -1
+    assert search._exits_after_this_trick(deal, 3) == 1
+    values, nodes = _values(par_twin, Contract.EL_ALMAZ, held, 0, played)
+    assert values[1] == 1 and nodes[1] == 2
+    _without_exits(monkeypatch)
+    _values_py, nodes_py = _values(_par_py, Contract.EL_ALMAZ, held, 0, played)
+    assert _values_py[1] == 1 and nodes_py[1] > 2
+
+
+def test_a_spade_ace_forced_to_win_two_shed_hearts_caps_kupa_at_two(
+    par_twin: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Kupa, three hearts out, seat 0 leads. Seat 1 must win a spade lead with its ♠A, and
+    # seats 2 and 3, void in spades, must shed the ♥5 and ♥6 on it (a forced discard): two
+    # hearts. Then its ♦3 exits under seat 2's ♦Q ♦K and its ♦2 ducks under the ♦4. Led the
+    # ♥7 instead, it sheds the ♠A and takes nothing. The ceiling is 2 of the 3 hearts, which
+    # is par: asked only "3?" (a floor of 2), both twins answer at the root; the search
+    # without the ceiling cannot.
+    hands = ("2S 3C 7H", "AS 2D 3D", "KD QD 5H", "6H 4D 5C")
+    held, played = _ending(hands)
+    flags = CLASSIC.deal_flags(Contract.KUPA)
+    deal = _par_py._position(held, 0, [], played, 10, Contract.KUPA, -1, flags)
+    search = _par_py.ParSearch(Contract.KUPA, -1, flags)
+    search.seat = 1
+    assert search._exits_after_this_trick(deal, 3) == 2
+    for twin in (par_twin, _par_py):
+        first = twin.ParSearch(Contract.KUPA, -1, flags)
+        assert first.units_left(1, held, 0, [], played, 10, floor=2) == 2
+        assert first.nodes == 1  # "3 or more?": no, at once
+    _without_exits(monkeypatch)
+    first = _par_py.ParSearch(Contract.KUPA, -1, flags)
+    assert first.units_left(1, held, 0, [], played, 10, floor=2) == 2
+    assert first.nodes > 1
+    values, _nodes = _values(par_twin, Contract.KUPA, held, 0, played)
+    assert values[1] == 2
+
+
+def test_inside_a_trick_a_hero_that_may_win_it_and_then_lead_a_loser_takes_no_more() -> None:
+    # The same ceiling with cards on the table, from every preset: the hero's card already
+    # out (the highest so far, nobody to come forced over it) or still to play (next, from
+    # its legal cards, or after another seat), then a loser led and every lead ducked. Held
+    # to plain minimax; it fires both ways, with penalty cards counted, and stays tight.
+    def exits(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
+        if deal.contract == Contract.KOZ or not deal.trick:
+            return None
+        if search._ducks_every_lead(deal) >= 0:
+            return None
+        ceiling = search._exits_after_this_trick(deal, most)
+        return None if ceiling < 0 or ceiling >= most else (0, ceiling)
+
+    seen: Counter[str] = Counter()
+    tight = 0
+    cases = bound_cases(2027, (1, 2, 3), exits, endings=4000)
+    for case in whole_endings(cases, lambda: len(seen) == 4 and min(seen.values()) >= 12):
+        assert case.holds(), case.where()
+        tight += case.value == case.ceiling
+        deal = case.deal
+        place = (case.seat - deal.leader) % 4
+        if place < len(deal.trick):
+            seen["the hero's card on the table"] += 1
+        elif place == len(deal.trick):
+            seen["the hero to play next"] += 1
+        else:
+            seen["the hero to play after another seat"] += 1
+        if case.ceiling and deal.contract not in (Contract.EL_ALMAZ, Contract.SON_IKI):
+            seen["penalty cards counted"] += 1
+    assert len(seen) == 4 and min(seen.values()) >= 12, seen
+    assert tight >= sum(seen.values()) // 2
