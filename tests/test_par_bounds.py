@@ -391,36 +391,3 @@ def test_a_spade_ace_forced_to_win_two_shed_hearts_caps_kupa_at_two(
     assert first.nodes > 1
     values, _nodes = _values(par_twin, Contract.KUPA, held, 0, played)
     assert values[1] == 2
-
-
-def test_inside_a_trick_a_hero_that_may_win_it_and_then_lead_a_loser_takes_no_more() -> None:
-    # The same ceiling with cards on the table, from every preset: the hero's card already
-    # out (the highest so far, nobody to come forced over it) or still to play (next, from
-    # its legal cards, or after another seat), then a loser led and every lead ducked. Held
-    # to plain minimax; it fires both ways, with penalty cards counted, and stays tight.
-    def exits(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
-        if deal.contract == Contract.KOZ or not deal.trick:
-            return None
-        if search._ducks_every_lead(deal) >= 0:
-            return None
-        ceiling = search._exits_after_this_trick(deal, most)
-        return None if ceiling < 0 or ceiling >= most else (0, ceiling)
-
-    seen: Counter[str] = Counter()
-    tight = 0
-    cases = bound_cases(2027, (1, 2, 3), exits, endings=4000)
-    for case in whole_endings(cases, lambda: len(seen) == 4 and min(seen.values()) >= 12):
-        assert case.holds(), case.where()
-        tight += case.value == case.ceiling
-        deal = case.deal
-        place = (case.seat - deal.leader) % 4
-        if place < len(deal.trick):
-            seen["the hero's card on the table"] += 1
-        elif place == len(deal.trick):
-            seen["the hero to play next"] += 1
-        else:
-            seen["the hero to play after another seat"] += 1
-        if case.ceiling and deal.contract not in (Contract.EL_ALMAZ, Contract.SON_IKI):
-            seen["penalty cards counted"] += 1
-    assert len(seen) == 4 and min(seen.values()) >= 12, seen
-    assert tight >= sum(seen.values()) // 2

@@ -177,6 +177,17 @@ cdef inline bint leads_a_loser(uint64_t hero, const uint64_t* hands, uint64_t ot
     return False
 
 
+cdef inline uint64_t failing_suits(uint64_t hero, uint64_t others, uint64_t penalty,
+                                   bint forced) noexcept nogil:
+    """``_par_py._failing_suits``."""
+    cdef uint64_t failing = 0, read
+    cdef int suit
+    for suit in range(4):
+        if not ducks_all(hero & SUIT[suit], others & SUIT[suit], penalty, forced, &read):
+            failing |= SUIT[suit]
+    return failing
+
+
 cdef inline uint64_t suits_of(uint64_t cards) noexcept nogil:
     """``_par_py._suits_of``."""
     cdef uint64_t out = 0
@@ -471,10 +482,10 @@ cdef class ParSearch:
         return True
 
     cdef int _exit_after(self, const DealState* d, uint64_t card, uint64_t suit_mask,
-                         uint64_t rest, uint64_t high, const uint64_t* to_come, int ncome,
-                         int on_table, int most, int per_trick, bint banned) noexcept nogil:
+                         uint64_t rest, int most, int per_trick, bint banned,
+                         uint64_t failing) noexcept nogil:
         """``_par_py.ParSearch._exits_after_this_trick``'s ``after``: the hero's units at most,
-        holding ``rest`` once it plays ``card`` to the trick led in ``suit_mask`` (CANNOT: the
+        holding ``rest`` once it plays ``card`` to a trick led in ``suit_mask`` (CANNOT: the
         bound says nothing)."""
         cdef int seat = self.seat, k, units
         cdef uint64_t hands[3]
@@ -483,11 +494,13 @@ cdef class ParSearch:
         for k in range(3):
             hands[k] = d.held[(seat + 1 + k) & 3]
         others = hands[0] | hands[1] | hands[2]
+        if failing and not failing & card:
+            return CANNOT  # _par_py: a suit failing that r is not of
         if not ducks_all(rest, others, penalty, forced, &read):
             return CANNOT
-        loses = not card & suit_mask or card < high
-        for k in range(ncome):
-            own = to_come[k] & suit_mask
+        loses = not card & suit_mask
+        for k in range(3):
+            own = hands[k] & suit_mask
             if own & (~own + 1) > card:
                 loses = True
         if loses:
@@ -496,9 +509,9 @@ cdef class ParSearch:
             return CANNOT
         if per_trick >= 0:
             return per_trick
-        units = on_table + (1 if card & penalty else 0)
-        for k in range(ncome):
-            own = to_come[k] & suit_mask if to_come[k] & suit_mask else to_come[k]
+        units = 1 if card & penalty else 0
+        for k in range(3):
+            own = hands[k] & suit_mask if hands[k] & suit_mask else hands[k]
             if own & penalty:
                 units += 1
         return units if units < most else most
@@ -512,53 +525,33 @@ cdef class ParSearch:
     cdef int _exits_after_this_trick(self, const DealState* d, int most) noexcept nogil:
         """``_par_py.ParSearch._exits_after_this_trick``: a ceiling on the hero's units, or
         -1."""
-        cdef int seat = self.seat, suit, k, f, best, worst = 0, per_trick = -1, value
-        cdef int ncome = 0, on_table = 0
+        cdef int seat = self.seat, suit, k, best, worst = 0, per_trick = -1, value
         cdef uint64_t hero = d.held[seat], penalty = self.penalty, legal
-        cdef uint64_t mask, low, mine, choices, shed, high = 0, card, suit_mask, led = 0
-        cdef uint64_t to_come[3]
+        cdef uint64_t mask, low, mine, choices, shed
         cdef bint banned = (self.flags & F_HEART_LEAD_BAN) != 0 and not d.played & HEARTS_MASK
+        cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0
+        cdef uint64_t failing = failing_suits(hero, d.held[(seat + 1) & 3] | d.held[
+            (seat + 2) & 3] | d.held[(seat + 3) & 3], penalty, forced)
+        if popcount(failing) > 13:
+            return -1  # _par_py: two suits failing
         if self.contract == EL_ALMAZ:
             per_trick = 1
         elif self.contract == SON_IKI:
             per_trick = 1 if d.ntricks >= 11 else 0
-        if d.ntrick:
-            led = SUIT[SUIT_OF[d.trick[0]]]
-            for k in range(d.ntrick, 4):
-                f = (d.leader + k) & 3
-                if f != seat:
-                    to_come[ncome] = d.held[f]
-                    ncome += 1
-            high = <uint64_t>1 << highest_of_suit(d.trick, d.ntrick, SUIT_OF[d.trick[0]])
-            for k in range(d.ntrick):
-                if penalty >> d.trick[k] & 1:
-                    on_table += 1
-            if (seat - d.leader) & 3 < d.ntrick:  # the hero's card is out
-                card = <uint64_t>1 << d.trick[(seat - d.leader) & 3]
-                if card & penalty:
-                    on_table -= 1
-                best = self._exit_after(d, card, led, hero, high, to_come, ncome, on_table,
-                                        most, per_trick, banned)
-                return best if best < CANNOT else -1
-        else:
-            for k in range(1, 4):
-                to_come[ncome] = d.held[(seat + k) & 3]
-                ncome += 1
         legal = deal_legal(d)
-        if to_play(d) == seat:
+        if d.leader == seat:
             best = CANNOT
             mask = legal
             while mask:
                 low = mask & (~mask + 1)
                 mask ^= low
-                suit_mask = led if d.ntrick else SUIT[SUIT_OF[low_card(low)]]
-                value = self._exit_after(d, low, suit_mask, hero ^ low, high, to_come, ncome,
-                                         on_table, most, per_trick, banned)
+                value = self._exit_after(d, low, SUIT[SUIT_OF[low_card(low)]], hero ^ low, most,
+                                         per_trick, banned, failing)
                 if value < best:
                     best = value
             return best if best < CANNOT else -1
         for suit in range(4):
-            if not (led if d.ntrick else legal) & SUIT[suit]:
+            if not legal & SUIT[suit]:
                 continue
             mine = hero & SUIT[suit]
             if mine:
@@ -580,14 +573,14 @@ cdef class ParSearch:
             while mask:
                 low = mask & (~mask + 1)
                 mask ^= low
-                value = self._exit_after(d, low, SUIT[suit], hero ^ low, high, to_come, ncome,
-                                         on_table, most, per_trick, banned)
+                value = self._exit_after(d, low, SUIT[suit], hero ^ low, most, per_trick, banned,
+                                         failing)
                 if value < best:
                     best = value
             if mine and self.flags & F_WITHHOLDING and mine & penalty:
                 low = mine & penalty & (~(mine & penalty) + 1)
-                value = self._exit_after(d, low, SUIT[suit], hero ^ low, high, to_come, ncome,
-                                         on_table, most, per_trick, banned)
+                value = self._exit_after(d, low, SUIT[suit], hero ^ low, most, per_trick, banned,
+                                         failing)
                 if value > best:
                     best = value
             if best >= CANNOT:
@@ -1120,14 +1113,8 @@ cdef class ParSearch:
                 return low
             if high <= alpha:
                 return high
-        if d.ntrick and not self.hero_wants_units:
-            if self._ducks_every_lead(d, &self.relevant):
-                return 0  # _par_py.ParSearch._ducks_every_lead: every trick left lost
-            value = self._exits_after_this_trick(d, most) if self._exits_pay(d, alpha) else -1
-            if 0 <= value <= alpha:
-                # _par_py: the hero's suits and the suit led, whole
-                self.relevant = suits_of(d.held[self.seat]) | SUIT[SUIT_OF[d.trick[0]]]
-                return value
+        if d.ntrick and not self.hero_wants_units and self._ducks_every_lead(d, &self.relevant):
+            return 0  # _par_py.ParSearch._ducks_every_lead: every trick left lost
         if d.ntrick == 0 and d.ntricks == 12:
             child = d[0]
             for i in range(4):
@@ -1189,10 +1176,11 @@ cdef class ParSearch:
                         return low
                     if high <= alpha:
                         return high
-                value = self._exits_after_this_trick(d, most) if self._exits_pay(d, alpha) else -1
-                if 0 <= value <= alpha:
-                    self.relevant = suits_of(d.held[self.seat])  # _par_py: the hero's suits
-                    return value
+                if self._exits_pay(d, alpha):
+                    value = self._exits_after_this_trick(d, most)
+                    if 0 <= value <= alpha:
+                        self.relevant = suits_of(d.held[self.seat])  # _par_py: its suits
+                        return value
             keyed = True
             self._key(d, key, codes)
             self.tt_probes += 1
