@@ -4,6 +4,8 @@ other, and on hand-made deals whose answers are known."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 
 import pytest
@@ -74,6 +76,66 @@ def _exhaustive(deal: Deal, seat: int) -> int:
     return max(values) if (deal.to_play == seat) == hero_max else min(values)
 
 
+# A bound under test: given the reference search (its seat set), the ending and the units in
+# play, the floor and ceiling it puts on the seat's units, or None when it says nothing.
+Bound = Callable[[_par_py.ParSearch, Deal, int], "tuple[int, int] | None"]
+
+
+@dataclass(frozen=True)
+class BoundCase:
+    """One seat of a random ending on which a bound said something, with the value plain
+    minimax gives it."""
+
+    ending: int  # the ending's number in its run (several seats may share one)
+    deal: Deal
+    seat: int
+    floor: int
+    ceiling: int
+    value: int
+    most: int  # the units still in play
+
+    def holds(self) -> bool:
+        return self.floor <= self.value <= self.ceiling
+
+    def where(self) -> tuple[object, ...]:
+        deal = self.deal
+        return (deal.held, deal.leader, deal.trick, deal.contract, deal.flags, self.seat)
+
+
+def bound_cases(
+    seed: int, tricks_left: Sequence[int], bound: Bound, endings: int = 20000
+) -> Iterator[BoundCase]:
+    """The cases of a bound on up to ``endings`` random endings (``_random_ending``, with
+    ``tricks_left`` drawn from the choices given), every seat of each with units still in
+    play on which ``bound`` says something, each with its minimax value. The same seed gives
+    the same endings whatever the bound."""
+    rng = random.Random(seed)
+    for ending in range(endings):
+        deal, _rules = _random_ending(rng, rng.choice(tricks_left))
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+        most = search._units_in_play(deal)
+        if most == 0:
+            continue
+        for seat in range(4):
+            search.seat = seat
+            said = bound(search, deal, most)
+            if said is not None:
+                floor, ceiling = said
+                value = _exhaustive(deal, seat)
+                yield BoundCase(ending, deal, seat, floor, ceiling, value, most)
+
+
+def whole_endings(cases: Iterable[BoundCase], enough: Callable[[], bool]) -> Iterator[BoundCase]:
+    """The cases ending by ending, until ``enough()`` says so once an ending's are all out
+    (a test counting what it saw stops where a loop over the endings would have)."""
+    last = -1
+    for case in cases:
+        if case.ending != last and last >= 0 and enough():
+            return
+        last = case.ending
+        yield case
+
+
 def _search(twin: ModuleType, deal: Deal, seat: int) -> tuple[int, int]:
     search = twin.ParSearch(deal.contract, deal.trump, deal.flags)
     value = search.units_left(
@@ -136,28 +198,20 @@ def test_the_leaders_quick_tricks_are_a_floor_for_it_and_a_ceiling_for_every_oth
     # The koz bound when others still hold trumps: the leader's top side cards for as many
     # rounds as every other trump holder follows, then its top trumps. Held to plain minimax
     # on the endings where it says something the all-the-trumps bound cannot.
-    rng = random.Random(5)
-    checked = 0
-    for _ in range(20000):
-        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+    def quick_tricks(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
         if deal.contract != Contract.KOZ or deal.trick:
-            continue
-        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+            return None
         sure = search._sure_tricks(deal, deal.leader)
         trumps = SUIT_MASKS[deal.trump] & ~deal.played
         if sure == 0 or not any(deal.held[s] & trumps for s in range(4) if s != deal.leader):
-            continue
-        left = 13 - len(deal.winners)
-        for seat in range(4):
-            value = _exhaustive(deal, seat)
-            if seat == deal.leader:
-                assert value >= sure, (deal.held, deal.leader, deal.trump)
-            else:
-                assert value <= left - sure, (deal.held, deal.leader, deal.trump, seat)
-        checked += 1
-        if checked == 15:
-            break
-    assert checked == 15
+            return None
+        return (sure, most) if search.seat == deal.leader else (0, most - sure)
+
+    endings: set[int] = set()
+    for case in whole_endings(bound_cases(5, (2, 3), quick_tricks), lambda: len(endings) == 15):
+        assert case.holds(), case.where()
+        endings.add(case.ending)
+    assert len(endings) == 15
 
 
 def test_top_cards_win_until_a_seat_with_a_trump_runs_out_of_the_suit(
@@ -183,26 +237,20 @@ def test_when_the_ranks_alone_settle_a_penalty_ending_the_value_is_minimaxs() ->
     # The penalty-contract leaf: every card of the hero's below all the others' of its suit
     # (no trick left for it), or above them all (every trick and unit left); held to plain
     # minimax on random endings where it fires, both ways, on and off lead.
-    rng = random.Random(8)
-    seen: set[tuple[bool, bool]] = set()
-    checked = 0
-    for _ in range(20000):
-        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+    def ranked_out(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
         if deal.contract == Contract.KOZ or deal.trick:
-            continue
-        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
-        most = search._units_in_play(deal)
-        for seat in range(4):
-            search.seat = seat
-            ranked = search._ranked_out(deal, most)
-            if ranked < 0 or most == 0:
-                continue
-            assert ranked == _exhaustive(deal, seat), (deal.held, deal.leader, seat)
-            seen.add((ranked == 0, deal.leader == seat))
-            checked += 1
-        if checked >= 40 and len(seen) == 4:
-            break
-    assert checked >= 40 and len(seen) == 4
+            return None
+        ranked = search._ranked_out(deal, most)
+        return None if ranked < 0 else (ranked, ranked)
+
+    seen: set[tuple[bool, bool]] = set()
+    checked: list[BoundCase] = []
+    cases = bound_cases(8, (2, 3), ranked_out)
+    for case in whole_endings(cases, lambda: len(checked) >= 40 and len(seen) == 4):
+        assert case.holds(), case.where()
+        seen.add((case.floor == 0, case.deal.leader == case.seat))
+        checked.append(case)
+    assert len(checked) >= 40 and len(seen) == 4
 
 
 def test_a_hand_of_low_cards_takes_nothing_and_a_hand_of_high_cards_takes_every_heart(
@@ -227,25 +275,20 @@ def test_a_hand_of_low_cards_takes_nothing_and_a_hand_of_high_cards_takes_every_
 def test_the_highest_trumps_win_a_trick_each_whoever_leads_while_others_hold_trumps() -> None:
     # The koz bound on the seat holding the top trumps in a row (here: with other trumps
     # still out elsewhere), a floor for it and a ceiling for the others; plain minimax.
-    rng = random.Random(12)
-    checked = 0
-    for _ in range(20000):
-        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+    def top_trumps(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
         if deal.contract != Contract.KOZ or deal.trick:
-            continue
-        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+            return None
         holder, run = search._top_trumps(deal)
         trumps = SUIT_MASKS[deal.trump] & ~deal.played
         if holder < 0 or run == trumps.bit_count():
-            continue
-        left = 13 - len(deal.winners)
-        for seat in range(4):
-            value = _exhaustive(deal, seat)
-            assert value >= run if seat == holder else value <= left - run, (deal.held, seat)
-        checked += 1
-        if checked == 15:
-            break
-    assert checked == 15
+            return None
+        return (run, most) if search.seat == holder else (0, most - run)
+
+    endings: set[int] = set()
+    for case in whole_endings(bound_cases(12, (2, 3), top_trumps), lambda: len(endings) == 15):
+        assert case.holds(), case.where()
+        endings.add(case.ending)
+    assert len(endings) == 15
 
 
 @needs_compiled

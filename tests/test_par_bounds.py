@@ -4,12 +4,13 @@ answer."""
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from types import ModuleType
 
-from test_par import _exhaustive, _random_ending
+import pytest
+from test_par import BoundCase, bound_cases, whole_endings
 
+from kingrec._engine_py import Deal
 from kingrec.analysis import _par_py
 from kingrec.cards import DIAMONDS, SPADES, SUIT_MASKS, parse_cards
 from kingrec.contracts import Contract
@@ -54,33 +55,24 @@ def test_the_trick_about_to_be_played_bounds_the_hero_as_plain_minimax_does() ->
     # hero this trick and its units) and the ceiling (the hero can send this trick's units
     # elsewhere) hold on every random ending where either says anything, and each fires
     # both with the hero on lead and off it.
-    rng = random.Random(1918)
-    seen: set[tuple[str, bool]] = set()
-    checked = 0
-    for _ in range(6000):
-        deal, _rules = _random_ending(rng, rng.choice((2, 3)))
+    def this_trick(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
         if deal.contract == Contract.KOZ or deal.trick:
-            continue
-        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
-        most = search._units_in_play(deal)
-        if most == 0:
-            continue
-        for seat in range(4):
-            search.seat = seat
-            floor, ceiling = search._this_trick(deal, most)
-            if floor == 0 and ceiling == most:
-                continue
-            value = _exhaustive(deal, seat)
-            assert floor <= value <= ceiling, (deal.held, deal.leader, deal.contract, seat)
-            on_lead = deal.leader == seat
-            if floor:
-                seen.add(("floor", on_lead))
-            if ceiling < most:
-                seen.add(("ceiling", on_lead))
-            checked += 1
-        if checked >= 150 and len(seen) == 4:
-            break
-    assert checked >= 150 and len(seen) == 4
+            return None
+        floor, ceiling = search._this_trick(deal, most)
+        return None if floor == 0 and ceiling == most else (floor, ceiling)
+
+    seen: set[tuple[str, bool]] = set()
+    checked: list[BoundCase] = []
+    cases = bound_cases(1918, (2, 3), this_trick, endings=6000)
+    for case in whole_endings(cases, lambda: len(checked) >= 150 and len(seen) == 4):
+        assert case.holds(), case.where()
+        on_lead = case.deal.leader == case.seat
+        if case.floor:
+            seen.add(("floor", on_lead))
+        if case.ceiling < case.most:
+            seen.add(("ceiling", on_lead))
+        checked.append(case)
+    assert len(checked) >= 150 and len(seen) == 4
 
 
 def test_a_lone_ace_led_into_takes_the_queen_led_and_the_one_a_void_seat_sheds(
@@ -131,33 +123,25 @@ def test_the_trick_on_the_table_bounds_the_hero_as_plain_minimax_does() -> None:
     # The same inside a trick, from every preset: with the hero's card already on the table
     # (beaten, or the highest with nobody forced over it) and still to come (a card to duck
     # with, or only cards that beat all the rest), each bound fires and none is wrong.
-    rng = random.Random(2018)
-    seen: set[tuple[str, bool]] = set()
-    checked = 0
-    for _ in range(6000):
-        deal, _rules = _random_ending(rng, rng.choice((1, 2, 3)))
+    def in_trick(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
         if deal.contract == Contract.KOZ or not deal.trick:
-            continue
-        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
-        most = search._units_in_play(deal)
-        if most == 0:
-            continue
-        for seat in range(4):
-            search.seat = seat
-            floor, ceiling = search._in_trick(deal, most)
-            if floor == 0 and ceiling == most:
-                continue
-            value = _exhaustive(deal, seat)
-            assert floor <= value <= ceiling, (deal.held, deal.trick, deal.contract, seat)
-            played = (seat - deal.leader) % 4 < len(deal.trick)
-            if floor:
-                seen.add(("floor", played))
-            if ceiling < most:
-                seen.add(("ceiling", played))
-            checked += 1
-        if checked >= 300 and len(seen) == 4:
-            break
-    assert checked >= 300 and len(seen) == 4
+            return None
+        floor, ceiling = search._in_trick(deal, most)
+        return None if floor == 0 and ceiling == most else (floor, ceiling)
+
+    seen: set[tuple[str, bool]] = set()
+    checked: list[BoundCase] = []
+    cases = bound_cases(2018, (1, 2, 3), in_trick, endings=6000)
+    for case in whole_endings(cases, lambda: len(checked) >= 300 and len(seen) == 4):
+        assert case.holds(), case.where()
+        deal = case.deal
+        played = (case.seat - deal.leader) % 4 < len(deal.trick)
+        if case.floor:
+            seen.add(("floor", played))
+        if case.ceiling < case.most:
+            seen.add(("ceiling", played))
+        checked.append(case)
+    assert len(checked) >= 300 and len(seen) == 4
 
 
 def _on_the_table(
@@ -194,30 +178,32 @@ def test_each_seats_trump_tricks_are_a_floor_for_it_and_leave_a_ceiling_for_the_
     # Koz, every preset (ruff, overtrump and raise rules included): of a seat's i highest
     # trumps all but the higher trumps in other hands win, whoever leads; held to plain
     # minimax at trick starts and inside tricks, for the seat itself and for every other.
-    rng = random.Random(2019)
-    checked = beyond_the_top = 0
-    for _ in range(20000):
-        deal, _rules = _random_ending(rng, rng.choice((2, 2, 3)))
+    def trump_tricks(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
         if deal.contract != Contract.KOZ:
-            continue
-        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
+            return None
         sure = [search._trump_tricks(deal, s) for s in range(4)]
         if not any(sure):
-            continue
-        left = 13 - len(deal.winners)
-        for seat in range(4):
-            value = _exhaustive(deal, seat)
-            assert value >= sure[seat], (deal.held, deal.trick, deal.trump, seat)
-            others = max(sure[s] for s in range(4) if s != seat)
-            assert value <= left - others, (deal.held, deal.trick, deal.trump, seat)
+            return None
+        others = max(sure[s] for s in range(4) if s != search.seat)
+        return sure[search.seat], most - others
+
+    def beyond_the_top(case: BoundCase) -> bool:
+        # a seat sure of tricks without the highest trump out: past the top trumps in a row
+        deal = case.deal
+        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
         trumps = SUIT_MASKS[deal.trump] & ~deal.played
         top = 1 << (trumps.bit_length() - 1)
-        # a seat sure of tricks without the highest trump out: past the top trumps in a row
-        beyond_the_top += any(sure[s] and not deal.held[s] & top for s in range(4))
-        checked += 1
-        if checked >= 100 and beyond_the_top >= 20:
-            break
-    assert checked >= 100 and beyond_the_top >= 20
+        return any(search._trump_tricks(deal, s) and not deal.held[s] & top for s in range(4))
+
+    endings: set[int] = set()
+    past_the_top: set[int] = set()
+    cases = bound_cases(2019, (2, 2, 3), trump_tricks)
+    for case in whole_endings(cases, lambda: len(endings) >= 100 and len(past_the_top) >= 20):
+        assert case.holds(), case.where()
+        endings.add(case.ending)
+        if beyond_the_top(case):
+            past_the_top.add(case.ending)
+    assert len(endings) >= 100 and len(past_the_top) >= 20
 
 
 def test_a_king_and_queen_of_trumps_under_the_ace_win_one_trick_at_once(
@@ -240,30 +226,26 @@ def test_a_hero_able_to_duck_every_lead_takes_nothing_as_plain_minimax_says() ->
     # at trick starts (another seat on lead, past what "every card below all of theirs"
     # settles; the hero on lead with a card some seat must beat) and inside tricks (the
     # hero's card beaten, or the hero yet to play).
-    rng = random.Random(2026)
+    def ducks(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
+        if deal.contract == Contract.KOZ or search._ducks_every_lead(deal) < 0:
+            return None
+        return 0, 0
+
     seen: Counter[str] = Counter()
-    for _ in range(8000):
-        deal, _rules = _random_ending(rng, rng.choice((1, 2, 3)))
-        if deal.contract == Contract.KOZ:
-            continue
-        search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
-        most = search._units_in_play(deal)
-        if most == 0:
-            continue
-        for seat in range(4):
+    cases = bound_cases(2026, (1, 2, 3), ducks, endings=8000)
+    for case in whole_endings(cases, lambda: len(seen) == 4 and min(seen.values()) >= 25):
+        assert case.holds(), case.where()
+        deal, seat = case.deal, case.seat
+        if deal.trick:
+            played = (seat - deal.leader) % 4 < len(deal.trick)
+            seen["the hero's card beaten" if played else "the hero yet to play"] += 1
+        elif deal.leader == seat:
+            seen["the hero on lead"] += 1
+        else:
+            search = _par_py.ParSearch(deal.contract, deal.trump, deal.flags)
             search.seat = seat
-            if search._ducks_every_lead(deal) < 0:
-                continue
-            assert _exhaustive(deal, seat) == 0, (deal.held, deal.trick, deal.contract, seat)
-            if deal.trick:
-                played = (seat - deal.leader) % 4 < len(deal.trick)
-                seen["the hero's card beaten" if played else "the hero yet to play"] += 1
-            elif deal.leader == seat:
-                seen["the hero on lead"] += 1
-            elif search._ranked_out(deal, most) != 0:
+            if search._ranked_out(deal, case.most) != 0:
                 seen["another seat on lead"] += 1
-        if len(seen) == 4 and min(seen.values()) >= 25:
-            break
     assert len(seen) == 4 and min(seen.values()) >= 25, seen
 
 
@@ -322,3 +304,90 @@ def test_a_penalty_card_under_the_heros_own_card_needs_its_suit_wholly_below_the
         search.seat = 1
         deal = _par_py._position(held, 0, [], played, 10, Contract.KIZ, -1, flags)
         assert search._ducks_every_lead(deal) == expected
+
+
+def test_a_hero_that_may_win_this_trick_and_then_lead_a_loser_takes_no_more_than_minimax() -> None:
+    # Penalty contracts of every preset and house variant, at trick starts where neither the
+    # ranks nor ducking every lead settle it: the hero may be made to win the trick about to
+    # be played, but then leads a card some seat must beat and ducks every lead after. The
+    # trick's units are a ceiling, held to plain minimax; it fires off lead and on lead with
+    # a trick that may carry units, in the card contracts too, and with one that carries none.
+    def exits(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
+        if deal.contract == Contract.KOZ or deal.trick:
+            return None
+        if search._ranked_out(deal, most) >= 0 or search._ducks_every_lead(deal) >= 0:
+            return None
+        ceiling = search._exits_after_this_trick(deal, most)
+        return None if ceiling < 0 or ceiling >= most else (0, ceiling)
+
+    seen: Counter[str] = Counter()
+    tight = 0
+    cases = bound_cases(1999, (2, 3), exits, endings=6000)
+    for case in whole_endings(cases, lambda: len(seen) == 4 and min(seen.values()) >= 12):
+        assert case.holds(), case.where()
+        tight += case.value == case.ceiling
+        if case.ceiling == 0:
+            seen["a trick that carries nothing, or lost"] += 1
+        elif case.deal.leader == case.seat:
+            seen["the hero on lead"] += 1
+        else:
+            seen["another seat on lead"] += 1
+        if case.ceiling and case.deal.contract not in (Contract.EL_ALMAZ, Contract.SON_IKI):
+            seen["penalty cards counted"] += 1
+    assert len(seen) == 4 and min(seen.values()) >= 12, seen
+    assert tight >= sum(seen.values()) // 2  # mostly the value itself: a bound that cuts
+
+
+def _without_exits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_par_py.ParSearch, "_exits_after_this_trick", lambda *_args: -1)
+
+
+def test_a_lone_ace_led_into_costs_el_almaz_one_trick_then_a_low_diamond_exits(
+    par_twin: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # El almaz, three tricks left, seat 0 leads. Seat 1's ♠A is its only spade: led a spade
+    # it wins, then leads the ♦3 under seat 2's ♦Q ♦K (two diamonds: seat 2 still holds one
+    # after the spade trick) and ducks the last diamond under the ♦4. Led a club, it sheds
+    # the ♠A. Par 1: the ceiling (1) and the trick's floor (the ace above every spade out)
+    # settle both null-window passes at the root; without the ceiling the search goes on.
+    hands = ("2S 3C 4C", "AS 2D 3D", "KD QD 5C", "3S 4D 6C")
+    held, played = _ending(hands)
+    flags = CLASSIC.deal_flags(Contract.EL_ALMAZ)
+    deal = _par_py._position(held, 0, [], played, 10, Contract.EL_ALMAZ, -1, flags)
+    search = _par_py.ParSearch(Contract.EL_ALMAZ, -1, flags)
+    search.seat = 1
+    assert search._ducks_every_lead(deal) == -1 and search._ranked_out(deal, 3) == -1
+    assert search._exits_after_this_trick(deal, 3) == 1
+    values, nodes = _values(par_twin, Contract.EL_ALMAZ, held, 0, played)
+    assert values[1] == 1 and nodes[1] == 2
+    _without_exits(monkeypatch)
+    _values_py, nodes_py = _values(_par_py, Contract.EL_ALMAZ, held, 0, played)
+    assert _values_py[1] == 1 and nodes_py[1] > 2
+
+
+def test_a_spade_ace_forced_to_win_two_shed_hearts_caps_kupa_at_two(
+    par_twin: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Kupa, three hearts out, seat 0 leads. Seat 1 must win a spade lead with its ♠A, and
+    # seats 2 and 3, void in spades, must shed the ♥5 and ♥6 on it (a forced discard): two
+    # hearts. Then its ♦3 exits under seat 2's ♦Q ♦K and its ♦2 ducks under the ♦4. Led the
+    # ♥7 instead, it sheds the ♠A and takes nothing. The ceiling is 2 of the 3 hearts, which
+    # is par: asked only "3?" (a floor of 2), both twins answer at the root; the search
+    # without the ceiling cannot.
+    hands = ("2S 3C 7H", "AS 2D 3D", "KD QD 5H", "6H 4D 5C")
+    held, played = _ending(hands)
+    flags = CLASSIC.deal_flags(Contract.KUPA)
+    deal = _par_py._position(held, 0, [], played, 10, Contract.KUPA, -1, flags)
+    search = _par_py.ParSearch(Contract.KUPA, -1, flags)
+    search.seat = 1
+    assert search._exits_after_this_trick(deal, 3) == 2
+    for twin in (par_twin, _par_py):
+        first = twin.ParSearch(Contract.KUPA, -1, flags)
+        assert first.units_left(1, held, 0, [], played, 10, floor=2) == 2
+        assert first.nodes == 1  # "3 or more?": no, at once
+    _without_exits(monkeypatch)
+    first = _par_py.ParSearch(Contract.KUPA, -1, flags)
+    assert first.units_left(1, held, 0, [], played, 10, floor=2) == 2
+    assert first.nodes > 1
+    values, _nodes = _values(par_twin, Contract.KUPA, held, 0, played)
+    assert values[1] == 2

@@ -13,8 +13,9 @@ from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
 
 from kingrec._core cimport (
-    ALL_CARDS, EL_ALMAZ, END_PLAYING, F_MUST_OVERTRUMP, F_RAISE_ON_TRUMP_LEAD,
-    F_TRUMP_LEAD_BREAK, F_VOID_DISCARD, F_WITHHOLDING, KOZ, PENALTY, SON_IKI, SUIT, SUIT_OF,
+    ALL_CARDS, EL_ALMAZ, END_PLAYING, F_HEART_LEAD_BAN, F_MUST_OVERTRUMP,
+    F_RAISE_ON_TRUMP_LEAD, F_RIFKI_HEART_AFTER_KING, F_TRUMP_LEAD_BREAK, F_VOID_DISCARD,
+    F_WITHHOLDING, HEARTS_MASK, KOZ, PENALTY, SON_IKI, SUIT, SUIT_OF,
     DealState, deal_legal, deal_push, high_card, highest_of_suit, low_card, popcount, to_play,
     trick_winner,
 )
@@ -28,6 +29,7 @@ cdef enum:
     # into a 2**20-chain index missed it twice per level: the chain's head, its entry).
     FIRST_POOL = 1 << 13
     EVERY = 4096  # nodes between two looks at the clock
+    CANNOT = 99  # _par_py.ParSearch._exits_after_this_trick: the bound says nothing
 
 # _par_py.LEVELS: an entry names at least this many top cards of each suit (all of a
 # shorter one); it is kept in the bucket of its level, hashed on those cards.
@@ -150,6 +152,40 @@ cdef inline bint ducks_all(uint64_t hero, uint64_t others, uint64_t penalty, bin
             theirs &= theirs - 1
     read[0] = suits
     return True
+
+
+cdef inline bint leads_a_loser(uint64_t hero, const uint64_t* hands, uint64_t others,
+                               uint64_t penalty, bint forced, uint64_t trick_suit,
+                               bint banned) noexcept nogil:
+    """``_par_py._leads_a_loser``."""
+    cdef uint64_t mine, own, beater, under, read
+    cdef int suit, k
+    for suit in range(4):
+        mine = hero & SUIT[suit]
+        if not mine or (banned and SUIT[suit] == HEARTS_MASK and hero & ~HEARTS_MASK):
+            continue
+        beater = 0
+        for k in range(3):
+            own = hands[k] & SUIT[suit]
+            if own and (own & (own - 1) or (SUIT[suit] != trick_suit and hands[k] & trick_suit)):
+                if own & (~own + 1) > beater:
+                    beater = own & (~own + 1)
+        under = mine & (beater - 1) if beater else 0
+        if under and ducks_all(hero ^ (<uint64_t>1 << high_card(under)), others, penalty,
+                               forced, &read):
+            return True
+    return False
+
+
+cdef inline uint64_t failing_suits(uint64_t hero, uint64_t others, uint64_t penalty,
+                                   bint forced) noexcept nogil:
+    """``_par_py._failing_suits``."""
+    cdef uint64_t failing = 0, read
+    cdef int suit
+    for suit in range(4):
+        if not ducks_all(hero & SUIT[suit], others & SUIT[suit], penalty, forced, &read):
+            failing |= SUIT[suit]
+    return failing
 
 
 cdef inline uint64_t suits_of(uint64_t cards) noexcept nogil:
@@ -462,6 +498,114 @@ cdef class ParSearch:
                 return False
         read[0] |= suit_mask
         return True
+
+    cdef int _exit_after(self, const DealState* d, uint64_t card, uint64_t suit_mask,
+                         uint64_t rest, int most, int per_trick, bint banned,
+                         uint64_t failing) noexcept nogil:
+        """``_par_py.ParSearch._exits_after_this_trick``'s ``after``: the hero's units at most,
+        holding ``rest`` once it plays ``card`` to a trick led in ``suit_mask`` (CANNOT: the
+        bound says nothing)."""
+        cdef int seat = self.seat, k, units
+        cdef uint64_t hands[3]
+        cdef uint64_t penalty = self.penalty, own, read, others
+        cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0, loses
+        for k in range(3):
+            hands[k] = d.held[(seat + 1 + k) & 3]
+        others = hands[0] | hands[1] | hands[2]
+        if failing and not failing & card:
+            return CANNOT  # _par_py: a suit failing that r is not of
+        if not ducks_all(rest, others, penalty, forced, &read):
+            return CANNOT
+        loses = not card & suit_mask
+        for k in range(3):
+            own = hands[k] & suit_mask
+            if own & (~own + 1) > card:
+                loses = True
+        if loses:
+            return 0  # it loses this trick, and every one after
+        if not leads_a_loser(rest, hands, others, penalty, forced, suit_mask, banned):
+            return CANNOT
+        if per_trick >= 0:
+            return per_trick
+        units = 1 if card & penalty else 0
+        for k in range(3):
+            own = hands[k] & suit_mask if hands[k] & suit_mask else hands[k]
+            if own & penalty:
+                units += 1
+        return units if units < most else most
+
+    cdef inline bint _exits_pay(self, const DealState* d, int alpha) noexcept nogil:
+        """``_par_py.ParSearch._exits_pay``."""
+        if self.contract == EL_ALMAZ or (self.contract == SON_IKI and d.ntricks >= 11):
+            return alpha >= 1
+        return True
+
+    cdef int _exits_after_this_trick(self, const DealState* d, int most) noexcept nogil:
+        """``_par_py.ParSearch._exits_after_this_trick``: a ceiling on the hero's units, or
+        -1."""
+        cdef int seat = self.seat, suit, k, best, worst = 0, per_trick = -1, value
+        cdef uint64_t hero = d.held[seat], penalty = self.penalty, legal
+        cdef uint64_t mask, low, mine, choices, shed
+        cdef bint banned = (self.flags & F_HEART_LEAD_BAN) != 0 and not d.played & HEARTS_MASK
+        cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0
+        cdef uint64_t failing = failing_suits(hero, d.held[(seat + 1) & 3] | d.held[
+            (seat + 2) & 3] | d.held[(seat + 3) & 3], penalty, forced)
+        if popcount(failing) > 13:
+            return -1  # _par_py: two suits failing
+        if self.contract == EL_ALMAZ:
+            per_trick = 1
+        elif self.contract == SON_IKI:
+            per_trick = 1 if d.ntricks >= 11 else 0
+        legal = deal_legal(d)
+        if d.leader == seat:
+            best = CANNOT
+            mask = legal
+            while mask:
+                low = mask & (~mask + 1)
+                mask ^= low
+                value = self._exit_after(d, low, SUIT[SUIT_OF[low_card(low)]], hero ^ low, most,
+                                         per_trick, banned, failing)
+                if value < best:
+                    best = value
+            return best if best < CANNOT else -1
+        for suit in range(4):
+            if not legal & SUIT[suit]:
+                continue
+            mine = hero & SUIT[suit]
+            if mine:
+                choices = mine
+            else:
+                choices = hero
+                if self.flags & F_VOID_DISCARD:
+                    if hero & penalty:
+                        choices = hero & penalty
+                    elif self.flags & F_RIFKI_HEART_AFTER_KING and hero & HEARTS_MASK:
+                        choices = hero & HEARTS_MASK
+                shed = 0  # the top card of each suit it may shed
+                for k in range(4):
+                    if choices & SUIT[k]:
+                        shed |= <uint64_t>1 << high_card(choices & SUIT[k])
+                choices = shed
+            best = CANNOT
+            mask = choices
+            while mask:
+                low = mask & (~mask + 1)
+                mask ^= low
+                value = self._exit_after(d, low, SUIT[suit], hero ^ low, most, per_trick, banned,
+                                         failing)
+                if value < best:
+                    best = value
+            if mine and self.flags & F_WITHHOLDING and mine & penalty:
+                low = mine & penalty & (~(mine & penalty) + 1)
+                value = self._exit_after(d, low, SUIT[suit], hero ^ low, most, per_trick, banned,
+                                         failing)
+                if value > best:
+                    best = value
+            if best >= CANNOT:
+                return -1
+            if best > worst:
+                worst = best
+        return worst
 
     cdef int _dumps(self, const DealState* d, uint64_t suit_mask, int skip) noexcept nogil:
         """``_par_py.ParSearch._this_trick``'s dumps: the three others but the hero and
@@ -1055,6 +1199,11 @@ cdef class ParSearch:
                         return low
                     if high <= alpha:
                         return high
+                if self._exits_pay(d, alpha):
+                    value = self._exits_after_this_trick(d, most)
+                    if 0 <= value <= alpha:
+                        self.relevant = suits_of(d.held[self.seat])  # _par_py: its suits
+                        return value
             keyed = True
             self._key(d, key, codes)
             self.tt_probes += 1

@@ -23,7 +23,9 @@ it fast, and none of it changes a value:
   one that can duck every lead (its i-th lowest card of each suit below the others' i-th
   lowest) wins none either (``_ducks_every_lead``); one whose every card is above them
   all, with another seat on lead free to lead one of its suits, wins every trick and unit
-  left (``_led_into_tops``);
+  left (``_led_into_tops``); one that may have to win the trick about to be played but can
+  then lead a loser and duck every lead takes that trick's units at most
+  (``_exits_after_this_trick``);
   and the trick about to be played or on the table bounds the hero's units either way
   (``_this_trick``, ``_in_trick``: a trick the three can make it win, one it can surely
   lose);
@@ -55,13 +57,15 @@ from typing import Any
 from .._engine_py import Deal, _highest_of_suit, trick_winner
 from .._engine_types import (
     END_PLAYING,
+    F_HEART_LEAD_BAN,
     F_MUST_OVERTRUMP,
     F_RAISE_ON_TRUMP_LEAD,
+    F_RIFKI_HEART_AFTER_KING,
     F_TRUMP_LEAD_BREAK,
     F_VOID_DISCARD,
     F_WITHHOLDING,
 )
-from ..cards import SUIT_MASKS
+from ..cards import HEARTS, SUIT_MASKS
 from ..contracts import PENALTY_MASKS, Contract
 
 __all__ = ["CLOCK_EVERY", "ParSearch"]
@@ -75,6 +79,7 @@ LEVELS = (0, 1, 2, 4, 13)
 ALL_SUITS = 15
 _ALL_CARDS = (1 << 52) - 1
 _DEAL_SLOTS = Deal.__slots__
+_HEARTS = SUIT_MASKS[HEARTS]
 
 
 def _clone(deal: Deal) -> Deal:
@@ -404,6 +409,132 @@ class ParSearch:
         else:
             read = _ducks_all(hero, others | sum(1 << c for c in trick), penalty, forced)
         return read | suit_mask if read >= 0 else -1
+
+    def _exits_pay(self, deal: Deal, alpha: int) -> bool:
+        """Whether ``_exits_after_this_trick`` could settle the window above ``alpha``: where
+        every trick is a unit (el almaz, son iki's last two) it answers 0 only when the hero
+        surely loses the trick, which ``_ducks_every_lead`` mostly settles already, so it is
+        worked out there only above 0 (a measured choice: the nodes it saved at 0 cost more
+        than they saved)."""
+        if self.contract == Contract.EL_ALMAZ or (
+            self.contract == Contract.SON_IKI and len(deal.winners) >= 11
+        ):
+            return alpha >= 1
+        return True
+
+    def _exits_after_this_trick(self, deal: Deal, most: int) -> int:
+        """Penalty contracts, at a trick boundary: a ceiling on the hero's units from here on
+        when it may have to win the trick about to be played but then escapes every other
+        (at most that trick's units), else -1.
+
+        The hero picks its card r for the trick: on lead, any legal card; following a suit
+        S it holds, any card of S, and under withholding with a penalty card of S also its
+        lowest one, p (the rule can only ask for a penalty card below the highest on the
+        trick, which its lowest always is, so the hero may keep to p then); void, the top
+        card of a suit among those the rules leave it (a forced discard: the penalty cards,
+        else in rıfkı the hearts). Each leader's suit S is answered by the card that leaves
+        the least, and when the rule may ask for p, by the worse of p and that card. With r
+        played, the rest of its hand must pass ``_ducks_all`` (whoever wins the trick, the
+        others' cards leaving only keep the test true: it is shown for any of theirs
+        leaving in ``_ducks_all``), so if the hero loses the trick it loses every trick
+        left. It loses the trick surely when it is void in S (no trumps) or some other seat
+        holds only higher cards of S (that seat must follow, above r); then r costs nothing.
+        Otherwise it may win, and must then lead a loser: a card c of a suit T below every
+        card of T of a seat that still holds T after this trick (two cards of it, or one
+        and a card of S to play instead, S not T), so that seat must beat c; hearts only
+        once broken before this trick, or when the hand holds nothing else. The rest but c
+        must pass ``_ducks_all`` too (after c is beaten another seat leads). The trick's
+        units are then the hero's at most: r when it is a penalty card, and one penalty
+        card from each other seat that holds one of S (or, void in S, any): in el almaz
+        one (the trick), in son iki one from the twelfth trick on, none before. Units never
+        go below 0, so the trick's units bound all the hero takes from here.
+
+        What it answers names the hero's suits whole: it compares no other ranks, and the
+        lengths, penalty statuses and the lead ban it reads are the key's. (Worked out inside
+        tricks too, from the cards on the table, it cut twice the nodes but cost more time
+        than it saved: measured, and left out.)"""
+        seat, held, penalty = self.seat, deal.held, self.penalty
+        hero = held[seat]
+        hands = [held[(seat + k) % 4] for k in (1, 2, 3)]
+        others = hands[0] | hands[1] | hands[2]
+        forced = bool(self.flags & (F_WITHHOLDING | F_VOID_DISCARD))
+        contract = self.contract
+        if contract == Contract.EL_ALMAZ:
+            per_trick = 1
+        elif contract == Contract.SON_IKI:
+            per_trick = 1 if len(deal.winners) >= 11 else 0
+        else:
+            per_trick = -1  # the units are the penalty cards in the trick
+        banned = bool(self.flags & F_HEART_LEAD_BAN) and not deal.played & _HEARTS
+        cannot = 99  # the bound says nothing for this card
+
+        # Each suit's test of _ducks_all reads that suit alone, and r leaves one suit: with
+        # two suits failing nothing passes, and with one only a card of it can (a shortcut
+        # to the same answer).
+        failing = _failing_suits(hero, others, penalty, forced)
+        if failing.bit_count() > 13:
+            return -1
+
+        def after(card: int, suit_mask: int, rest: int) -> int:
+            """The hero's units from here on at most, holding ``rest`` once it plays ``card``
+            (a mask) to a trick led in ``suit_mask``."""
+            if failing and not failing & card:
+                return cannot
+            if _ducks_all(rest, others, penalty, forced) < 0:
+                return cannot
+            if not card & suit_mask or any(_lowest(hand & suit_mask) > card for hand in hands):
+                return 0  # it loses this trick, and every one after
+            if not _leads_a_loser(rest, hands, others, penalty, forced, suit_mask, banned):
+                return cannot
+            if per_trick >= 0:
+                return per_trick
+            units = 1 if card & penalty else 0
+            for hand in hands:
+                own = hand & suit_mask if hand & suit_mask else hand
+                units += 1 if own & penalty else 0
+            return min(units, most)
+
+        legal = deal.legal()
+        if deal.leader == seat:
+            best = cannot
+            mask = legal
+            while mask:
+                low = mask & -mask
+                mask ^= low
+                suit_mask = SUIT_MASKS[(low.bit_length() - 1) // 13]
+                best = min(best, after(low, suit_mask, hero ^ low))
+            return best if best < cannot else -1
+        worst = 0
+        for suit_mask in SUIT_MASKS:
+            if not legal & suit_mask:
+                continue  # the leader cannot lead it
+            mine = hero & suit_mask
+            if mine:
+                choices = mine
+            else:
+                choices = hero
+                if self.flags & F_VOID_DISCARD:
+                    if hero & penalty:
+                        choices = hero & penalty
+                    elif self.flags & F_RIFKI_HEART_AFTER_KING and hero & _HEARTS:
+                        choices = hero & _HEARTS
+                # the top card of each suit it may shed
+                choices = sum(
+                    1 << ((choices & m).bit_length() - 1) for m in SUIT_MASKS if choices & m
+                )
+            best = cannot
+            mask = choices
+            while mask:
+                low = mask & -mask
+                mask ^= low
+                best = min(best, after(low, suit_mask, hero ^ low))
+            if mine and self.flags & F_WITHHOLDING and mine & penalty:
+                lowest = _lowest(mine & penalty)
+                best = max(best, after(lowest, suit_mask, hero ^ lowest))
+            if best >= cannot:
+                return -1
+            worst = max(worst, best)
+        return worst
 
     def _this_trick(self, deal: Deal, most: int) -> tuple[int, int]:
         """Penalty contracts, at a trick boundary: a floor and a ceiling on the hero's units
@@ -838,6 +969,11 @@ class ParSearch:
                     return floor  # the three can give the hero this trick's units
                 if ceiling <= alpha:
                     return ceiling  # the hero can send this trick's units elsewhere
+                if self._exits_pay(deal, alpha):
+                    ceiling = self._exits_after_this_trick(deal, most)
+                    if 0 <= ceiling <= alpha:
+                        self.relevant = _suits_of(deal.held[self.seat])  # its suits, whole
+                        return ceiling  # this trick's units at most: then a loser, all ducked
             key, codes = self._key(deal)
             self.tt_probes += 1
             found = self._find(key, codes, deal.played, alpha, beta)
@@ -1039,6 +1175,45 @@ def _ducks_all(hero: int, others: int, penalty: int, forced: bool) -> int:
             mine &= mine - 1
             theirs &= theirs - 1
     return read
+
+
+def _leads_a_loser(
+    hero: int,
+    hands: Sequence[int],
+    others: int,
+    penalty: int,
+    forced: bool,
+    trick_suit: int,
+    banned: bool,
+) -> bool:
+    """Whether the hero holding ``hero`` once a trick led in ``trick_suit`` is over (its
+    card to it played) could lead a card some seat must beat and then lose every trick
+    left (``_ducks_all`` of the rest): per suit, the highest of its cards below every card
+    of the suit of a seat among ``hands`` that surely still holds the suit after that
+    trick (two cards of it, or one and a card of the trick's suit to play there instead).
+    ``banned``: hearts may not be led, unless the hand holds nothing else."""
+    for suit_mask in SUIT_MASKS:
+        mine = hero & suit_mask
+        if not mine or (banned and suit_mask == _HEARTS and hero & ~_HEARTS):
+            continue
+        beater = 0
+        for hand in hands:
+            own = hand & suit_mask
+            if own and (own & (own - 1) or (suit_mask != trick_suit and hand & trick_suit)):
+                beater = max(beater, _lowest(own))
+        under = mine & (beater - 1) if beater else 0
+        if under and _ducks_all(hero ^ 1 << (under.bit_length() - 1), others, penalty, forced) >= 0:
+            return True
+    return False
+
+
+def _failing_suits(hero: int, others: int, penalty: int, forced: bool) -> int:
+    """The suits (every card of each) whose own test of ``_ducks_all`` fails."""
+    failing = 0
+    for suit_mask in SUIT_MASKS:
+        if _ducks_all(hero & suit_mask, others & suit_mask, penalty, forced) < 0:
+            failing |= suit_mask
+    return failing
 
 
 def _suits_of(cards: int) -> int:
