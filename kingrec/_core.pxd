@@ -215,6 +215,7 @@ cdef extern from *:
     #else
     #define KR_ALWAYS_INLINE static inline __attribute__((always_inline))
     #endif
+    #define KR_ALL_IF(cond) (0ULL - (unsigned long long)((cond) != 0))
     typedef struct {
         int koz;                      /* a koz deal */
         unsigned long long raise_on;  /* koz: the trumps, when a trump led must be beaten
@@ -296,6 +297,7 @@ cdef extern from *:
         bint koz
         uint64_t trump
     PlayRules play_rules "kr_rules_of"(int contract, int trump, long flags) noexcept nogil
+    uint64_t all_if "KR_ALL_IF"(uint64_t cond) noexcept nogil  # all ones if cond, else 0
     uint64_t legal_cards "kr_legal_cards"(
         const PlayRules* rules, uint64_t hand, uint64_t bit, int n, uint64_t led,
         int top_led, int top_trump, uint64_t played, int* code) noexcept nogil
@@ -342,11 +344,8 @@ cdef inline int closed_trick_winner(const int* trick, uint64_t cards, int trump)
     """``trick_winner`` of a complete trick of real cards (0..51) whose card set is ``cards``,
     without a branch on the cards: the highest trump if one fell, else the highest card of
     the suit led, at its first position (a card recorded twice wins where it first fell)."""
-    cdef uint64_t suit = SUIT[SUIT_OF[trick[0]]]
-    cdef int top
-    if 0 <= trump < 4 and cards & SUIT[trump]:
-        suit = SUIT[trump]
-    top = high_card(cards & suit)
+    cdef uint64_t trumps = cards & (SUIT[trump] if 0 <= trump < 4 else 0)
+    cdef int top = high_card(trumps | (cards & SUIT[SUIT_OF[trick[0]]] & all_if(trumps == 0)))
     return low_card(<uint64_t>(trick[0] == top) | <uint64_t>(trick[1] == top) << 1
                     | <uint64_t>(trick[2] == top) << 2 | <uint64_t>8)
 
@@ -524,72 +523,87 @@ cdef inline int replay_deal(DealState* d, const uchar* hands, const uchar* plays
     return n
 
 
+cdef inline uint64_t follow_miss(const PlayRules* rules, const uint64_t* hands, int seat,
+                                 int k, int card, uint64_t played, uint64_t led,
+                                 uint64_t cards) noexcept nogil:
+    """``replay_clean``'s judgement of the ``k``-th follower's card (k 1..3, card 0..51) by
+    ``seat`` onto a trick of the ``cards`` led in ``led``: its bit when it is not a legal
+    play, else 0. The tops of the trick are read off its cards (a count of leading zeros),
+    not kept by a compare and select per card, which GCC makes a jump on the card."""
+    cdef uint64_t bit = <uint64_t>1 << card
+    cdef uint64_t hand = hands[seat] & ~played  # his cards left: only he holds his cards
+    cdef uint64_t trumps = cards & rules.trump
+    cdef int top_led = high_card(cards & led)
+    cdef int top_trump = high_card(trumps | 1) | -<int>(trumps == 0)  # -1: no trump yet
+    return bit & ~legal_cards(rules, hand, bit, k, led, top_led, top_trump, played, NULL)
+
+
 cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* plays,
                               Py_ssize_t nplays, int declarer, int contract, int trump,
                               long flags) noexcept nogil:
     """``replay_deal`` of a deal with no revoke mark, for the all-legal path: True when every
     play is legal (``replay_deal`` would find no violation), with ``d`` left as it leaves it;
-    False at the first play that is not, ``d`` then undefined (``replay_deal`` says why).
-    ``hands`` are the four hands as card sets (the caller has made them checking the deck).
+    False when a play is not, ``d`` then undefined (``replay_deal`` says why). ``hands``
+    are the four hands as card sets, and they must be a deal of the deck: the caller has
+    checked that they partition it.
 
-    The filters of ``legal_cards``, asked only "is this card legal?" (no verdict), over a
-    state kept in locals: the card bytes may alias any memory, so fields behind ``d`` would
-    be reloaded after each card read. The highest card of the suit led and the highest trump
-    of the trick are kept as the cards fall.
+    The filters of ``legal_cards``, asked only "is this card legal?" (no verdict), a trick
+    at a time. Since the hands partition the deck, a player's cards left are his hand less
+    the cards of earlier tricks: no hand is kept up to date card by card (a store and a
+    reload through a seat index per card). Each card's judgement is a mask, ORed into the
+    trick's misses and tested once when the trick is complete; the trick's tops are read
+    off its cards. The only chain from one trick to the next is its winner, who leads the
+    next. State is kept in locals: the card bytes (and the winners' bytes) may alias any
+    memory, so fields behind ``d`` would be reloaded.
+
+    Measured and left out: ``legal_cards`` itself without a jump (masks choosing follow or
+    ruff, raise or withhold, discard) cut cachegrind's simulated mispredictions here from
+    3.99 M to 0.43 M on 108,020 deals but ran 58% more instructions there, and the checker
+    14-24% slower side by side: this machine's predictor misses far fewer than that model.
     """
-    cdef uint64_t held[4]
-    cdef uint64_t played = 0, penalty = PENALTY[contract], cards = 0, bit, hand
-    cdef uint64_t led_mask = 0, trump_mask
+    cdef uint64_t played = 0, penalty = PENALTY[contract], cards = 0, led, miss, bit
     cdef PlayRules rules
     cdef int trick[4]
     cdef int units[4]
-    cdef int leader = declarer, ntricks = 0, k = 0, card, seat, top_led = 0, top_trump = -1
-    cdef int end = END_PLAYING, s
-    cdef Py_ssize_t index = 0
+    cdef uchar winners[13]
+    cdef int leader = declarer, ntricks = 0, k = 0, card, end = END_PLAYING, s
+    cdef Py_ssize_t index = 0, left
     trick[0] = trick[1] = trick[2] = trick[3] = 0
     if contract == KOZ and not 0 <= trump < 4:
         return False
     rules = play_rules(contract, trump, flags)
-    trump_mask = rules.trump
-    for s in range(4):
-        held[s] = hands[s]
-        units[s] = 0
+    units[0] = units[1] = units[2] = units[3] = 0
     while index < nplays:
+        left = nplays - index
+        # the lead
         card = plays[index]
         if card >= 52:
             return False
         bit = <uint64_t>1 << card
-        seat = (leader + k) & 3
-        hand = held[seat]
-        # A lead and a follow each call the filter with what the branch knows of ``k``, so
-        # its own "n == 0" folds away: tested again per card in the filter, after other
-        # branches, it cost 9 mispredictions a deal (cachegrind's model).
-        if k == 0:
-            if not legal_cards(&rules, hand, bit, 0, 0, 0, -1, played, NULL) & bit:
+        miss = bit & ~legal_cards(&rules, hands[leader] & ~played, bit, 0, 0, 0, -1, played,
+                                  NULL)
+        led = SUIT[SUIT_OF[card]]
+        cards = bit
+        trick[0] = card
+        # the three who follow, unless the plays end within the trick
+        k = 1
+        while k < 4 and k < left:
+            card = plays[index + k]
+            if card >= 52:
                 return False
-            led_mask = SUIT[SUIT_OF[card]]
-            top_led = card
-            top_trump = card if led_mask == trump_mask else -1
-            cards = bit
-        else:
-            if not legal_cards(&rules, hand, bit, k, led_mask, top_led, top_trump, played,
-                               NULL) & bit:
-                return False
-            if bit & led_mask and card > top_led:
-                top_led = card
-            if bit & trump_mask and card > top_trump:
-                top_trump = card
-            cards |= bit
-        held[seat] = hand & ~bit
-        trick[k] = card
-        index += 1
-        k += 1
+            miss |= follow_miss(&rules, hands, (leader + k) & 3, k, card, played, led, cards)
+            cards |= <uint64_t>1 << card
+            trick[k] = card
+            k += 1
+        if miss:
+            return False
+        index += k
         if k < 4:
-            continue
+            break
         # the trick closes: its winner leads the next
         leader = (leader + closed_trick_winner(trick, cards, trump)) & 3
         units[leader] += trick_units(trick, 4, ntricks, contract)
-        d.winners[ntricks] = <uchar>leader
+        winners[ntricks] = <uchar>leader
         ntricks += 1
         played |= cards
         k = 0
@@ -599,10 +613,14 @@ cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* 
         if flags & F_EARLY_END and played & penalty == penalty:
             end = END_EARLY
             break
+    if k == 0:
+        cards = 0  # no trick open: its cards are among those played
     for s in range(4):
-        d.held[s] = held[s]
+        d.held[s] = hands[s] & ~played & ~cards
         d.units[s] = units[s]
         d.trick[s] = trick[s]
+    for s in range(ntricks):
+        d.winners[s] = winners[s]
     d.played = played
     d.penalty = penalty
     d.flags = flags

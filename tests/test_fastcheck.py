@@ -836,6 +836,27 @@ def test_every_forbidden_card_of_a_hand_is_judged_like_the_reference(name: str) 
                 assert _fast(payload) == reference
 
 
+@needs_compiled
+@pytest.mark.parametrize("name", CLEAN)
+def test_a_match_abandoned_at_any_play_of_its_last_deal_is_clean(name: str) -> None:
+    """The all-legal replay judges whole tricks, and the trick open when the plays run out
+    (one, two or three cards of it) card by card: an abandoned match cut after every play
+    count of its last deal in turn is vouched for, as the reference judges it."""
+    match = _match(name, 0, abandon_after=2)
+    deal = match.deals[-1]
+    deal.CopyFrom(_match(name, 0).deals[len(match.deals) - 1])  # the deal played out
+    whole = deal.plays
+    del deal.claimed_scores[:], deal.think_ms[:], deal.auto_plays[:], match.claimed_totals[:]
+    deal.end = pb.DEAL_END_ABANDONED
+    for cut in range(len(whole)):
+        deal.plays = whole[:cut]
+        payload = match.SerializeToString()
+        reference = _reference(payload)
+        assert isinstance(reference, MatchReport) and reference.findings == [], (cut, reference)
+        assert fastcheck.check_payload(payload)[:2] == (True, len(match.deals)), cut
+        assert _fast(payload) == reference
+
+
 def test_validate_payloads_judges_each_record_alone_as_validate_payload_does(
     twins: _twins.Twins,
 ) -> None:
