@@ -51,7 +51,7 @@ and the same node counts as long as its pool of at most 2**20 entries has not ha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from .._engine_py import Deal, _highest_of_suit, trick_winner
@@ -108,6 +108,19 @@ def _position(
     deal.trick = list(trick)
     deal.winners = bytearray(ntricks)  # only their number matters from here on (son iki)
     return deal
+
+
+def _cards_of(mask: int) -> Iterator[int]:
+    """Each card of ``mask``, lowest first, as its one-bit mask."""
+    while mask:
+        low = mask & -mask
+        yield low
+        mask ^= low
+
+
+def _suit_mask_of(card: int) -> int:
+    """The suit mask of a one-bit card mask."""
+    return SUIT_MASKS[(card.bit_length() - 1) // 13]
 
 
 def _lowest(cards: int) -> int:
@@ -497,11 +510,8 @@ class ParSearch:
         legal = deal.legal()
         if deal.leader == seat:
             best = cannot
-            mask = legal
-            while mask:
-                low = mask & -mask
-                mask ^= low
-                suit_mask = SUIT_MASKS[(low.bit_length() - 1) // 13]
+            for low in _cards_of(legal):
+                suit_mask = _suit_mask_of(low)
                 best = min(best, after(low, suit_mask, hero ^ low))
             return best if best < cannot else -1
         worst = 0
@@ -523,10 +533,7 @@ class ParSearch:
                     1 << ((choices & m).bit_length() - 1) for m in SUIT_MASKS if choices & m
                 )
             best = cannot
-            mask = choices
-            while mask:
-                low = mask & -mask
-                mask ^= low
+            for low in _cards_of(choices):
                 best = min(best, after(low, suit_mask, hero ^ low))
             if mine and self.flags & F_WITHHOLDING and mine & penalty:
                 lowest = _lowest(mine & penalty)
@@ -584,11 +591,8 @@ class ParSearch:
         floor, saved = 0, 0
         if deal.leader == seat:
             worst_win, sure_win = most, True
-            mask = leads
-            while mask:
-                low = mask & -mask
-                mask ^= low
-                suit_mask = SUIT_MASKS[(low.bit_length() - 1) // 13]
+            for low in _cards_of(leads):
+                suit_mask = _suit_mask_of(low)
                 theirs = others & suit_mask
                 if theirs.bit_length() < low.bit_length():  # nothing of theirs above it
                     units = (
@@ -607,11 +611,8 @@ class ParSearch:
         else:
             followers = [f for f in coalition if f != deal.leader]
             saved = most
-            mask = leads
-            while mask:
-                low = mask & -mask
-                mask ^= low
-                suit_mask = SUIT_MASKS[(low.bit_length() - 1) // 13]
+            for low in _cards_of(leads):
+                suit_mask = _suit_mask_of(low)
                 mine, theirs = hero & suit_mask, others & suit_mask
                 if mine and _lowest(mine).bit_length() > theirs.bit_length():
                     units = (
@@ -834,11 +835,8 @@ class ParSearch:
         moves: list[tuple[int, int]] = []
         trick = deal.trick
         led_suit = trick[0] // 13 if trick else -1
-        mask = legal
-        while mask:
-            low = mask & -mask
+        for low in _cards_of(legal):
             card = low.bit_length() - 1
-            mask ^= low
             above = SUIT_MASKS[card // 13] & ~((low << 1) - 1) & out
             if above:
                 nxt = above & -above
