@@ -245,7 +245,6 @@ cdef class ParSearch:
     cdef readonly long flags
     cdef readonly unsigned long long nodes, tt_probes, tt_hits, tt_cuts, searched_starts
     cdef readonly unsigned long long passes  # _par_py.ParSearch.passes
-    cdef readonly unsigned long long etc_probes, etc_cuts  # _par_py.ParSearch.etc_probes
     cdef uint64_t relevant  # _par_py.ParSearch.relevant
     cdef unsigned long long by_card[4]
     cdef bint hero_wants_units, aborted
@@ -1093,40 +1092,6 @@ cdef class ParSearch:
             n += 1
         return n
 
-    cdef bint _transposition_cut(self, const DealState* d, const int* cards, int n,
-                                 bint maximizing, int alpha, int beta, int* value,
-                                 uint64_t* named) noexcept nogil:
-        """``_par_py.ParSearch._transposition_cut``: the table settles the window for one of
-        the moves of a trick's last card (value and the cards it rests on), else False."""
-        cdef DealState child
-        cdef uint64_t key[2]
-        cdef uint64_t codes[4]
-        cdef uint64_t found
-        cdef int i, gained, low, high, move
-        for i in range(1, n):
-            child = d[0]
-            deal_push(&child, cards[i])
-            if child.end != END_PLAYING or child.ntricks == 12:
-                continue
-            gained = child.units[self.seat] - d.units[self.seat]
-            if self._units_in_play(&child) == 0:
-                continue
-            self._key(&child, key, codes)
-            self.etc_probes += 1
-            if not self._find(key, codes, child.played, alpha - gained, beta - gained,
-                              &low, &high, &move, &found):
-                continue
-            if maximizing and low + gained >= beta:
-                value[0] = low + gained
-            elif not maximizing and high + gained <= alpha:
-                value[0] = high + gained
-            else:
-                continue
-            self.etc_cuts += 1
-            named[0] = found | winning_rank(child.trick, d.trump)
-            return True
-        return False
-
     cdef int _search(self, const DealState* d, int alpha, int beta) except? -9:
         cdef DealState child
         cdef uint64_t key[2]
@@ -1274,10 +1239,6 @@ cdef class ParSearch:
                     cards[0] = first
                     break
         relevant = narrowed | self._rule_ranks(d)  # _par_py.ParSearch._search
-        if d.ntrick == 3 and self._transposition_cut(d, cards, n, maximizing, alpha, beta,
-                                                     &value, &narrowed):
-            self.relevant = relevant | narrowed
-            return value
         for i in range(n):
             child = d[0]
             deal_push(&child, cards[i])

@@ -169,10 +169,6 @@ class ParSearch:
         self.tt_cuts = 0
         self.searched_starts = 0
         self.passes = 0  # null-window searches at the root (MTD(f))
-        # enhanced transposition cutoffs: table looks for the trick starts a trick's last
-        # card leads to, and the ones that settled the window (_transposition_cut)
-        self.etc_probes = 0
-        self.etc_cuts = 0
         self._node_limit = 0
         self._deadline = 0
         self._clock: Callable[[], int] | None = None
@@ -1008,12 +1004,6 @@ class ParSearch:
         # The value rests on the bounds the table narrowed the window with, on the ranks
         # that decided the legal set here, and on what each answer below rests on.
         relevant = narrowed | self._rule_ranks(deal)
-        if len(deal.trick) == 3:
-            cut = self._transposition_cut(deal, moves, maximizing, alpha, beta)
-            if cut is not None:
-                value, named = cut
-                self.relevant = relevant | named
-                return value
         for card in moves:
             child = _clone(deal)
             before = child.units[seat]
@@ -1046,42 +1036,6 @@ class ParSearch:
             )
         self.relevant = relevant
         return best
-
-    def _transposition_cut(
-        self, deal: Deal, moves: list[int], maximizing: bool, alpha: int, beta: int
-    ) -> tuple[int, int] | None:
-        """The last card of a trick: whether the table already settles the window for one
-        of the moves (enhanced transposition cutoffs), before any is searched. Each move
-        leads to a trick start; an entry there whose bound, with the trick's units, reaches
-        beta (the side to play wants more) or alpha (it wants less) is the value's bound
-        here. Then the value and the cards it rests on (the entry's names and the trick's
-        winning rank), else None. The position's own bounds are not looked at: a trick
-        start they settle has no entry."""
-        seat = self.seat
-        for card in moves[1:]:
-            child = _clone(deal)
-            before = child.units[seat]
-            child.push(card)
-            if child.end != END_PLAYING or len(child.winners) == 12:
-                continue  # no entry answers for the deal's end or the last trick
-            gained = child.units[seat] - before
-            if self._units_in_play(child) == 0:
-                continue
-            key, codes = self._key(child)
-            self.etc_probes += 1
-            found = self._find(key, codes, child.played, alpha - gained, beta - gained)
-            if found is None:
-                continue
-            low, high, _move, named = found
-            if maximizing and low + gained >= beta:
-                value = low + gained
-            elif not maximizing and high + gained <= alpha:
-                value = high + gained
-            else:
-                continue
-            self.etc_cuts += 1
-            return value, named | _winning_rank([*deal.trick, card], self.trump)
-        return None
 
     def _last_trick(self, deal: Deal) -> int:
         """The units the hero takes in the last trick: one card each, nothing to choose."""
