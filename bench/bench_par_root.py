@@ -4,7 +4,8 @@ Each bench deal's four seats are searched at the start of a trick by every varia
 in one process, on the compiled twin (a fresh table each): ``deal_par``'s own way (the
 first guess what the seat took as played, the other seats' pars bounding it through
 ``four_seat_bounds``), the same without the bounds, and with each first guess named by
-``--guess`` (the first seat's guess is always the one as played; the bounds stay on). It
+``--guess`` (the bounds stay on; those from the pars so far start the first seat at its
+guess as played, ``zero`` and ``top`` are every seat's). It
 prints per contract the nodes, the null-window passes, the CPU time and the deals solved
 within the budget, and stops with an error when two variants give different pars.
 
