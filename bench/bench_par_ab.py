@@ -54,7 +54,12 @@ def main() -> None:
     parser.add_argument("--tricks", type=int, nargs="+", default=[3, 5], help="par from these")
     parser.add_argument("--budget-ms", type=int, default=2000, help="CPU budget per deal")
     args = parser.parse_args()
-    twins = {"old": _load(args.old), "new": par_twin()}
+    # This tree's twin first: loaded after the old build, the import of kingrec's own
+    # _par_c hands back the old module (one extension of that name per process).
+    this = par_twin()
+    twins = {"old": _load(args.old), "new": this}
+    if twins["old"] is this or Path(str(twins["old"].__file__)) == Path(str(this.__file__)):
+        raise SystemExit(f"{args.old}: the old build must be another module than this tree's")
     deals = _deals(args.deals, args.seed)
     for trick in args.tricks:
         at_play = 4 * (trick - 1)

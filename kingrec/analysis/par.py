@@ -15,7 +15,7 @@ no par is given rather than a guess.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
@@ -25,7 +25,7 @@ from .._engine_py import Deal
 from .._engine_types import END_ALL_TRICKS, END_EARLY, END_PLAYING, LEGAL, VERDICT_NAMES
 from ..boundary import engine_trump, replayable
 from ..cards import card_name
-from ..contracts import Contract
+from ..contracts import UNITS_PER_DEAL, Contract
 from ..rules import RevokeRule, Ruleset
 from ..v1 import record_pb2 as pb
 from ._par_py import _clone
@@ -39,6 +39,7 @@ __all__ = [
     "Solver",
     "Stats",
     "deal_par",
+    "four_seat_bounds",
     "par_twin",
     "replay_course",
 ]
@@ -333,6 +334,29 @@ def _seats(seat: int | Iterable[int] | None) -> tuple[int, ...]:
     return seats
 
 
+def four_seat_bounds(
+    contract: int, in_play: int, known: Mapping[int, int], seat: int
+) -> tuple[int, int]:
+    """A floor and a ceiling on the units ``seat`` is sure of from a position on (its par
+    less what it has taken), from the other seats' at the same position (``known``: seat ->
+    its units from there on) and the units still in play there.
+
+    Each seat can play for its own guarantee while the others play for theirs: the four
+    strategies together make one line of play to the deal's end, on which every seat does
+    at least as well as its guarantee, and which hands out every unit still in play (all
+    thirteen tricks in koz, el almaz and son iki; in a card contract every penalty card,
+    since the early end waits for the last one). So in koz the seats' tricks sum to at most
+    those in play, each seat's to at most what the others' leave; in a penalty contract
+    they sum to at least the units in play, and with all three others known the fourth is
+    sure to take no less than what theirs leave (docs/ANALYSIS.md has the proof)."""
+    others = [units for other, units in known.items() if other != seat]
+    if contract == Contract.KOZ:
+        return 0, max(0, in_play - sum(others))
+    if len(others) == 3:
+        return max(0, in_play - sum(others)), in_play
+    return 0, in_play
+
+
 def deal_par(
     deal: pb.Deal,
     rules: Ruleset,
@@ -374,13 +398,18 @@ def deal_par(
     unit = rules.unit_score(contract)
     results: list[SeatPar] = []
     solved = True
+    # The units every seat has still to take: each one searched bounds the next ones'.
+    in_play = UNITS_PER_DEAL[Contract(contract)] - sum(position.units)
+    known: dict[int, int] = {}
     for s in seats:
         actual = None if course.actual is None else course.actual[s]
         try:
             taken = units_so_far(position, s)
             # What the seat went on to take as played is the search's first guess.
             guess = 0 if actual is None else actual - taken
-            par: int | None = taken + solver.units_left(position, s, guess)
+            floor, ceiling = four_seat_bounds(contract, in_play, known, s)
+            known[s] = solver.units_left(position, s, guess, floor, ceiling)
+            par: int | None = taken + known[s]
         except OutOfBudgetError:
             par, solved = None, False
         results.append(SeatPar(s, par, actual, unit))
