@@ -57,6 +57,16 @@ cdef inline int suit_count(uint64_t lengths, int suit) noexcept nogil:
         (lengths >> (16 * suit + 8)) & 15) + ((lengths >> (16 * suit + 12)) & 15)
 
 
+cdef inline void suit_counts(uint64_t lengths, int* counts) noexcept nogil:
+    """``suit_count`` of every suit at once: the four hands' nibbles summed by pairs."""
+    cdef uint64_t pairs = (lengths & 0x0F0F0F0F0F0F0F0FULL) + (lengths >> 4 & 0x0F0F0F0F0F0F0F0FULL)
+    cdef uint64_t sums = (pairs & 0x00FF00FF00FF00FFULL) + (pairs >> 8 & 0x00FF00FF00FF00FFULL)
+    counts[0] = <int>(sums & 0xFFFF)
+    counts[1] = <int>(sums >> 16 & 0xFFFF)
+    counts[2] = <int>(sums >> 32 & 0xFFFF)
+    counts[3] = <int>(sums >> 48)
+
+
 cdef inline int pattern_profile(uint64_t lengths, const unsigned char* shift) noexcept nogil:
     """``_par_py._profile``."""
     cdef int suit, count, profile = 0
@@ -219,6 +229,32 @@ cdef inline uint64_t named_cards(const unsigned char* shift, uint64_t played) no
             top = <uint64_t>1 << high_card(out)
             named |= top
             out ^= top
+    return named
+
+
+cdef inline uint64_t named_out(const unsigned char* shift, uint64_t played,
+                               const int* counts) noexcept nogil:
+    """``named_cards`` told each suit's cards out (``counts``): of a suit, the cards out but
+    its ``shift // 3`` lowest, found by the shorter walk (the low cards taken off, or the
+    named ones picked from the top)."""
+    cdef uint64_t out, top, named = 0, mine
+    cdef int suit, small, i
+    for suit in range(4):
+        small = shift[suit] // 3
+        if small >= counts[suit]:
+            continue
+        out = SUIT[suit] & ~played
+        if 2 * small <= counts[suit]:
+            for i in range(small):
+                out &= out - 1
+            named |= out
+        else:
+            mine = 0
+            for i in range(counts[suit] - small):
+                top = <uint64_t>1 << high_card(out)
+                mine |= top
+                out ^= top
+            named |= mine
     return named
 
 
@@ -795,7 +831,9 @@ cdef class ParSearch:
     cdef void _key_after(self, const KeptKey* before, uint64_t played,
                          KeptKey* key) noexcept nogil:
         """``before``'s key with the cards played since taken out, into ``key``."""
-        cdef uint64_t gone = played & ~before.played, out = ~before.played, low, code, below
+        # (only cards: a bit past the deck's is no suit's, and the whole key reads none)
+        cdef uint64_t gone = played & ~before.played & ALL_CARDS, out = ~before.played
+        cdef uint64_t low, code, below
         cdef int card, suit, at
         key.played = played
         key.lengths = before.lengths
@@ -879,8 +917,7 @@ cdef class ParSearch:
         cdef int counts[4]
         cdef uint64_t rest, h
         cdef bint found = False
-        for suit in range(4):
-            counts[suit] = suit_count(key[0], suit)
+        suit_counts(key[0], counts)
         while levels or profiles:
             if levels:
                 level = high_card(levels) + 1  # (bit l - 1 of levels: level l)
@@ -919,7 +956,7 @@ cdef class ParSearch:
                         low[0] = e.low
                     if e.high < high[0]:
                         high[0] = e.high
-                    named[0] |= named_cards(e.shift, played)
+                    named[0] |= named_out(e.shift, played, counts)
                     if low[0] == high[0] or low[0] >= beta or high[0] <= alpha:
                         return True
         return found
@@ -1116,8 +1153,8 @@ cdef class ParSearch:
             out &= out - 1
         return popcount((out & (~out + 1)) - 1) if out else -1
 
-    cdef int _order(self, const DealState* d, int card, bint is_penalty, bint lost,
-                    int top) noexcept nogil:
+    cdef inline int _order(self, const DealState* d, int card, bint is_penalty, bint lost,
+                           int top) noexcept nogil:
         """``_par_py.ParSearch._order``, told once per position (``_moves``) whether the hero
         has lost the trick already and which card wins it so far (``top``)."""
         cdef int rank = card % 13
