@@ -13,6 +13,9 @@ when the two give different pars: a bound may only make a search shorter.
 
     python bench/bench_par_ab.py --old /tmp/old/oldpar/_par_c.cpython-311-x86_64-linux-gnu.so \
         --deals 20 --tricks 3 5
+
+``--budget-ms 0 --budget-nodes N`` gives both builds the same nodes (trick 1, where most
+deals run to the budget): the CPU a node of each, on the same tree.
 """
 
 from __future__ import annotations
@@ -53,6 +56,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--tricks", type=int, nargs="+", default=[3, 5], help="par from these")
     parser.add_argument("--budget-ms", type=int, default=2000, help="CPU budget per deal")
+    parser.add_argument(
+        "--budget-nodes",
+        type=int,
+        default=0,
+        help="node budget per deal (0: none); with --budget-ms 0 both builds search the same "
+        "nodes of an unsolved deal, so their CPU per node compares",
+    )
     args = parser.parse_args()
     # This tree's twin first: loaded after the old build, the import of kingrec's own
     # _par_c hands back the old module (one extension of that name per process).
@@ -73,7 +83,11 @@ def main() -> None:
             contract = pb.Contract.Name(deal.contract).removeprefix("CONTRACT_").lower()
             pars = {}
             for name, twin in twins.items():
-                budget = Budget(ms=args.budget_ms, clock=lambda: int(time.process_time() * 1e9))
+                budget = Budget(
+                    ms=args.budget_ms,
+                    nodes=args.budget_nodes,
+                    clock=lambda: int(time.process_time() * 1e9),
+                )
                 flags = CLASSIC.deal_flags(int(deal.contract))
                 solver = Solver(int(deal.contract), engine_trump(deal), flags, budget, twin=twin)
                 began = time.process_time()
@@ -97,7 +111,8 @@ def main() -> None:
                 f"({sum(new) / sum(old) - 1:+6.1%}), median {statistics.median(old):>11,.0f} -> "
                 f"{statistics.median(new):>11,.0f}; CPU {sum(old_ms) / 1000:7.2f} -> "
                 f"{sum(new_ms) / 1000:7.2f} s (median {statistics.median(old_ms):.1f} -> "
-                f"{statistics.median(new_ms):.1f} ms); solved {solved['old'][key]} -> "
+                f"{statistics.median(new_ms):.1f} ms; {sum(old_ms) * 1e6 / sum(old):.0f} -> "
+                f"{sum(new_ms) * 1e6 / sum(new):.0f} ns a node); solved {solved['old'][key]} -> "
                 f"{solved['new'][key]} of {len(old)}; passes {passes['old'][key]} -> "
                 f"{passes['new'][key]}"
             )

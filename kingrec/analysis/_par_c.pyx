@@ -8,6 +8,7 @@ same keys, patterns and levels, so the two give the same values and node counts 
 pool of entries is full (the reference's lists never are).
 """
 
+cimport cython
 from libc.stdint cimport uint64_t, uintptr_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcpy, memset
@@ -36,6 +37,7 @@ cdef enum:
 cdef enum:
     NLEVELS = 5
     ALL_SUITS = 15
+    ALL_SUITS_BITS = (1 << ALL_SUITS) - 1  # the index's bits of the level-0 profiles
 cdef int LEVELS[NLEVELS]
 LEVELS[:] = [0, 1, 2, 4, 13]
 
@@ -53,6 +55,16 @@ cdef inline int suit_count(uint64_t lengths, int suit) noexcept nogil:
     """The cards of ``suit`` out, from a key's lengths."""
     return ((lengths >> (16 * suit)) & 15) + ((lengths >> (16 * suit + 4)) & 15) + (
         (lengths >> (16 * suit + 8)) & 15) + ((lengths >> (16 * suit + 12)) & 15)
+
+
+cdef inline void suit_counts(uint64_t lengths, int* counts) noexcept nogil:
+    """``suit_count`` of every suit at once: the four hands' nibbles summed by pairs."""
+    cdef uint64_t pairs = (lengths & 0x0F0F0F0F0F0F0F0FULL) + (lengths >> 4 & 0x0F0F0F0F0F0F0F0FULL)
+    cdef uint64_t sums = (pairs & 0x00FF00FF00FF00FFULL) + (pairs >> 8 & 0x00FF00FF00FF00FFULL)
+    counts[0] = <int>(sums & 0xFFFF)
+    counts[1] = <int>(sums >> 16 & 0xFFFF)
+    counts[2] = <int>(sums >> 32 & 0xFFFF)
+    counts[3] = <int>(sums >> 48)
 
 
 cdef inline int pattern_profile(uint64_t lengths, const unsigned char* shift) noexcept nogil:
@@ -96,6 +108,15 @@ ctypedef struct Entry:
     signed char move  # the best move found, as a relative card (suit * 16 + place), or -1
     # (64 bytes, one cache line each in the pool: a look reads the first 56 of each entry
     # on its chains, so an entry across two lines cost two misses)
+
+
+ctypedef struct KeptKey:
+    # The key of the last trick start keyed after ``ntricks`` tricks (ParSearch._key): the
+    # next trick start's is made from it by taking out the cards played between the two.
+    uint64_t played
+    uint64_t lengths  # key[0]
+    uint64_t penalties  # the penalty cards out of suit s << 4 s (key[1] >> 5)
+    uint64_t codes[4]
 
 
 cdef inline uint64_t mix(uint64_t x) noexcept nogil:
@@ -211,6 +232,32 @@ cdef inline uint64_t named_cards(const unsigned char* shift, uint64_t played) no
     return named
 
 
+cdef inline uint64_t named_out(const unsigned char* shift, uint64_t played,
+                               const int* counts) noexcept nogil:
+    """``named_cards`` told each suit's cards out (``counts``): of a suit, the cards out but
+    its ``shift // 3`` lowest, found by the shorter walk (the low cards taken off, or the
+    named ones picked from the top)."""
+    cdef uint64_t out, top, named = 0, mine
+    cdef int suit, small, i
+    for suit in range(4):
+        small = shift[suit] // 3
+        if small >= counts[suit]:
+            continue
+        out = SUIT[suit] & ~played
+        if 2 * small <= counts[suit]:
+            for i in range(small):
+                out &= out - 1
+            named |= out
+        else:
+            mine = 0
+            for i in range(counts[suit] - small):
+                top = <uint64_t>1 << high_card(out)
+                mine |= top
+                out ^= top
+            named |= mine
+    return named
+
+
 cdef inline uint64_t relevant_ranks(const uint64_t* codes, uint64_t relevant, uint64_t played,
                                     uint64_t* top, unsigned char* shift) noexcept nogil:
     """``_par_py._relevant_ranks``: the pattern into ``top`` and ``shift``; the cards it
@@ -238,6 +285,10 @@ cdef inline uint64_t relevant_ranks(const uint64_t* codes, uint64_t relevant, ui
     return named_cards(shift, played)
 
 
+# final: no subclass may override its methods, so Cython calls them directly rather than
+# through the type's table of methods, and the C compiler may inline them (an indirect call
+# a node for each of _moves, _order, _key, _find, ... and the bounds)
+@cython.final
 cdef class ParSearch:
     """Searches positions of one deal, for any hero seat (``_par_py.ParSearch``)."""
 
@@ -258,6 +309,8 @@ cdef class ParSearch:
     cdef unsigned int used, pool, first, mask  # mask: the index's chains - 1
     cdef readonly unsigned int capacity  # the entries the pool has room for now
     cdef readonly unsigned long long sweeps  # times the pool was full and swept
+    cdef KeptKey kept[13]  # by tricks completed: the last key made there (_key)
+    cdef unsigned int kept_mask  # bit t: kept[t] holds a key of this units_left call
     cdef unsigned long long node_limit
     cdef long long deadline
     cdef object clock
@@ -283,6 +336,7 @@ cdef class ParSearch:
         self.chains = NULL
         self.present = NULL
         self.used = 1
+        self.kept_mask = 0
         self.capacity = 0
         self.mask = 0
         memset(self.by_card, 0, sizeof(self.by_card))
@@ -330,6 +384,7 @@ cdef class ParSearch:
         self.deadline = deadline_ns
         self.clock = clock
         self.aborted = False
+        self.kept_mask = 0  # (the hands may be another deal's: no key made before is of use)
         if deadline_ns and clock is not None and clock() >= deadline_ns:
             return -1
         value = self._mtd(&d, guess, floor, ceiling)
@@ -748,16 +803,68 @@ cdef class ParSearch:
     # -- the table: relevant ranks (_par_py.ParSearch, where the proof is) ---------------
 
     cdef void _key(self, const DealState* d, uint64_t* key, uint64_t* codes) noexcept nogil:
-        """``_par_py.ParSearch._key``: key[0] the lengths, key[1] the rest (see Entry)."""
+        """``_par_py.ParSearch._key``: key[0] the lengths, key[1] the rest (see Entry).
+
+        A trick start's key is its parent trick start's (kept by tricks completed) with the
+        four cards played between them taken out: a card's three bits leave its suit's code
+        and its hand's length, and nothing else changes, since no card changes hands. Made
+        card by card only where there is no such parent (the first trick start below a root
+        inside a trick, or past the cards a kept key knows of)."""
+        cdef unsigned int t = <unsigned int>d.ntricks
+        cdef KeptKey alone
+        cdef KeptKey* kept = &alone
+        cdef KeptKey* parent = NULL
+        if t < 13:
+            kept = &self.kept[t]
+            self.kept_mask |= (<unsigned int>1) << t
+            if t and self.kept_mask >> (t - 1) & 1:
+                parent = &self.kept[t - 1]
+        if parent != NULL and not parent.played & ~d.played:
+            self._key_after(parent, d.played, kept)
+        else:
+            self._key_whole(d, kept)
+        key[0] = kept.lengths
+        key[1] = 1 | <uint64_t>d.leader << 1 | <uint64_t>self.seat << 3 | kept.penalties << 5
+        codes[0], codes[1], codes[2], codes[3] = (
+            kept.codes[0], kept.codes[1], kept.codes[2], kept.codes[3])
+
+    cdef void _key_after(self, const KeptKey* before, uint64_t played,
+                         KeptKey* key) noexcept nogil:
+        """``before``'s key with the cards played since taken out, into ``key``."""
+        # (only cards: a bit past the deck's is no suit's, and the whole key reads none)
+        cdef uint64_t gone = played & ~before.played & ALL_CARDS, out = ~before.played
+        cdef uint64_t low, code, below
+        cdef int card, suit, at
+        key.played = played
+        key.lengths = before.lengths
+        key.penalties = before.penalties
+        key.codes[0], key.codes[1], key.codes[2], key.codes[3] = (
+            before.codes[0], before.codes[1], before.codes[2], before.codes[3])
+        while gone:
+            low = gone & (~gone + 1)
+            gone ^= low
+            card = low_card(low)
+            suit = SUIT_OF[card]
+            # the card's three bits: as many places up its suit's code as cards out below it
+            at = 3 * popcount(out & SUIT[suit] & (low - 1))
+            out ^= low
+            code = key.codes[suit]
+            below = code & ((<uint64_t>1 << at) - 1)
+            key.lengths -= <uint64_t>1 << (16 * suit + 4 * ((code >> (at + 1)) & 3))
+            key.penalties -= (code >> at & 1) << (4 * suit)
+            key.codes[suit] = (code >> (at + 3)) << at | below
+
+    cdef void _key_whole(self, const DealState* d, KeptKey* key) noexcept nogil:
+        """The key made card by card, into ``key``."""
         cdef int suit
         cdef uint64_t code, out, top, owner, penalties
-        key[0] = 0
-        key[1] = 1 | <uint64_t>d.leader << 1 | <uint64_t>self.seat << 3
+        key.played = d.played
+        key.lengths = 0
+        key.penalties = 0
         for suit in range(4):
             out = SUIT[suit] & ~d.played
             code = penalties = 0
-            # the lengths and penalty cards counted card by card with the code (the build
-            # has no popcount instruction: each popcount is a call)
+            # the lengths and penalty cards counted card by card with the code
             while out:
                 top = <uint64_t>1 << high_card(out)
                 if d.held[0] & top:
@@ -768,15 +875,15 @@ cdef class ParSearch:
                     owner = 2
                 else:
                     owner = 3
-                key[0] += <uint64_t>1 << (16 * suit + 4 * owner)
+                key.lengths += <uint64_t>1 << (16 * suit + 4 * owner)
                 if self.penalty & top:
                     code = code << 3 | owner << 1 | 1
                     penalties += 1
                 else:
                     code = code << 3 | owner << 1
                 out ^= top
-            key[1] |= penalties << (5 + 4 * suit)
-            codes[suit] = code
+            key.penalties |= penalties << (4 * suit)
+            key.codes[suit] = code
 
     cdef unsigned int _chain(self, const uint64_t* key, int level, int profile,
                              const uint64_t* codes) noexcept nogil:
@@ -797,22 +904,38 @@ cdef class ParSearch:
     cdef bint _find(self, const uint64_t* key, const uint64_t* codes, uint64_t played,
                     int alpha, int beta, int* low, int* high, int* move,
                     uint64_t* named) noexcept nogil:
-        """``_par_py.ParSearch._find``: False when no entry matches."""
+        """``_par_py.ParSearch._find``: False when no entry matches.
+
+        It walks only the levels and level-0 profiles the index says are filed for the key
+        (bit 16 + l, bit p), in the reference's order (levels 4 .. 1, then the profiles
+        from 0 up), and hashes each one's chain as ``_chain`` does from the suits' lengths
+        worked out once."""
         cdef Entry* e
-        cdef unsigned int i
-        cdef int suit, level, small, fewest = 99
-        cdef uint64_t rest
+        cdef unsigned int i, filed = self.present[key_hash(key) & self.mask]
+        cdef unsigned int levels = filed >> 17 & 15, profiles = filed & ALL_SUITS_BITS
+        cdef int suit, level, small, fewest = 99, keep, profile
+        cdef int counts[4]
+        cdef uint64_t rest, h
         cdef bint found = False
-        cdef int look, profile
-        cdef unsigned int present = self.present[key_hash(key) & self.mask]
-        for look in range(NLEVELS - 1 + ALL_SUITS):
-            # levels 4 .. 1, then level 0 by profile (those filed: _par_py tries them all)
-            level = NLEVELS - 1 - look if look < NLEVELS - 1 else 0
-            profile = ALL_SUITS if level else look - (NLEVELS - 1)
-            if not present >> (16 + level if level else profile) & 1:
-                continue
-            rest = key[1] | <uint64_t>level << 21 | <uint64_t>profile << 24
-            i = self.chains[self._chain(key, level, profile, codes) & self.mask]
+        suit_counts(key[0], counts)
+        while levels or profiles:
+            if levels:
+                level = high_card(levels) + 1  # (bit l - 1 of levels: level l)
+                levels ^= (<unsigned int>1) << (level - 1)
+                rest = key[1] | <uint64_t>level << 21 | <uint64_t>ALL_SUITS << 24
+                h = rest
+                for suit in range(4):
+                    keep = LEVELS[level] if LEVELS[level] < counts[suit] else counts[suit]
+                    h ^= (codes[suit] >> (3 * (counts[suit] - keep))) * SUIT_MIX[suit]
+            else:
+                profile = low_card(profiles)
+                profiles &= profiles - 1
+                rest = key[1] | <uint64_t>profile << 24
+                h = rest
+                for suit in range(4):
+                    if profile >> suit & 1 and counts[suit]:
+                        h ^= (codes[suit] >> (3 * (counts[suit] - 1))) * SUIT_MIX[suit]
+            i = self.chains[<unsigned int>mix(key[0] ^ mix(h)) & self.mask]
             while i:
                 e = &self.table[i]
                 i = e.next
@@ -833,7 +956,7 @@ cdef class ParSearch:
                         low[0] = e.low
                     if e.high < high[0]:
                         high[0] = e.high
-                    named[0] |= named_cards(e.shift, played)
+                    named[0] |= named_out(e.shift, played, counts)
                     if low[0] == high[0] or low[0] >= beta or high[0] <= alpha:
                         return True
         return found
@@ -1030,8 +1153,8 @@ cdef class ParSearch:
             out &= out - 1
         return popcount((out & (~out + 1)) - 1) if out else -1
 
-    cdef int _order(self, const DealState* d, int card, bint is_penalty, bint lost,
-                    int top) noexcept nogil:
+    cdef inline int _order(self, const DealState* d, int card, bint is_penalty, bint lost,
+                           int top) noexcept nogil:
         """``_par_py.ParSearch._order``, told once per position (``_moves``) whether the hero
         has lost the trick already and which card wins it so far (``top``)."""
         cdef int rank = card % 13
