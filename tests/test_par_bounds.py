@@ -8,7 +8,7 @@ from collections import Counter
 from types import ModuleType
 
 import pytest
-from test_par import BoundCase, bound_cases, whole_endings
+from test_par import BoundCase, _exhaustive, bound_cases, whole_endings
 
 from kingrec._engine_py import Deal
 from kingrec.analysis import _par_py
@@ -391,3 +391,86 @@ def test_a_spade_ace_forced_to_win_two_shed_hearts_caps_kupa_at_two(
     assert first.nodes > 1
     values, _nodes = _values(par_twin, Contract.KUPA, held, 0, played)
     assert values[1] == 2
+
+
+def test_a_hero_that_may_win_the_trick_on_the_table_then_exit_is_held_to_minimax() -> None:
+    # The same ceiling inside a trick, the hero yet to play, from every preset and house
+    # variant, where ducking every lead does not settle it: the suit led is known, so the
+    # three cannot put off the trick the hero may have to win. Held to plain minimax with
+    # the hero to play now and after another seat; with penalty cards counted, and with a
+    # trick that carries nothing (or that the hero surely loses). Its card out, it says
+    # nothing.
+    def exits(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
+        if deal.contract == Contract.KOZ or not deal.trick:
+            return None
+        if search._ducks_every_lead(deal) >= 0:
+            return None
+        ceiling = search._exits_after_the_trick_on_the_table(deal, most, 13)
+        return None if ceiling < 0 or ceiling >= most else (0, ceiling)
+
+    seen: Counter[str] = Counter()
+    tight = 0
+
+    def enough() -> bool:
+        return len(seen) == 4 and min(seen.values()) >= 12
+
+    cases = bound_cases(2026, (2, 3), exits, endings=6000)
+    for case in whole_endings(cases, enough):
+        assert case.holds(), case.where()
+        deal = case.deal
+        tight += case.value == case.ceiling
+        place = (case.seat - deal.leader) % 4
+        assert place >= len(deal.trick)
+        if deal.to_play == case.seat:
+            seen["the hero to play now"] += 1
+        else:
+            seen["the hero to play after another seat"] += 1
+        if case.ceiling == 0:
+            seen["a trick that carries nothing, or lost"] += 1
+        elif deal.contract not in (Contract.EL_ALMAZ, Contract.SON_IKI):
+            seen["penalty cards counted"] += 1
+    assert enough(), seen
+    assert tight >= sum(seen.values()) // 3  # mostly the value itself: a bound that cuts
+
+
+def test_the_ceiling_on_the_table_counts_its_hearts_and_is_not_worked_out_below_them() -> None:
+    # Kupa, seat 3 led the ♥7 and seat 0 put the ♥9 on it; seat 1 must win with its only
+    # heart, the ♥A, and seat 2 must follow with the ♥5: four hearts, the ♥6 still out. Then
+    # seat 1 leads the ♦3 under seat 2's ♦Q ♦K and ducks the ♦2 under the ♦4: the ceiling is
+    # the trick's 4 hearts, which is par. Asked only to settle a window above 1, below the
+    # two hearts already on the table, it is not worked out at all.
+    held, played = _ending(("2S 6H", "AH 2D 3D", "KD QD 5H", "6S 4D"))
+    seven, nine = parse_cards("7H 9H")
+    played &= ~(1 << seven | 1 << nine)
+    flags = CLASSIC.deal_flags(Contract.KUPA)
+    deal = _par_py._position(held, 3, [seven, nine], played, 10, Contract.KUPA, -1, flags)
+    search = _par_py.ParSearch(Contract.KUPA, -1, flags)
+    search.seat = 1
+    most = search._units_in_play(deal)
+    assert most == 5 and search._ducks_every_lead(deal) == -1
+    assert search._exits_after_the_trick_on_the_table(deal, most, 3) == 4
+    assert search._exits_after_the_trick_on_the_table(deal, most, 1) == -1
+    assert _exhaustive(deal, 1) == 4
+
+
+def test_a_lone_ace_to_come_on_the_spade_led_settles_el_almaz_at_the_root_in_both_twins(
+    par_twin: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # El almaz, four tricks left: seat 0 led the ♠2, seat 1 (the ♠3) is to play, then seat
+    # 2, whose only spade is the ♠A. Seat 2 wins this trick, then leads the ♦3 under seat
+    # 3's ♦Q ♦K and ducks the ♦2 and the ♥2 (par 1). Asked "2 or more?", both twins answer
+    # no at the root, from the ceiling on the table; without it the search goes on below.
+    held, played = _ending(("3C 4C 7H", "3S 4D 6C 9H", "AS 2D 3D 2H", "KD QD 5C 8H"))
+    two = parse_cards("2S")[0]
+    played &= ~(1 << two)
+    flags = CLASSIC.deal_flags(Contract.EL_ALMAZ)
+    for twin in (par_twin, _par_py):
+        search = twin.ParSearch(Contract.EL_ALMAZ, -1, flags)
+        assert search.units_left(2, held, 0, [two], played, 9, floor=1) == 1
+        assert search.nodes == 1
+        whole = twin.ParSearch(Contract.EL_ALMAZ, -1, flags)
+        assert whole.units_left(2, held, 0, [two], played, 9) == 1
+    monkeypatch.setattr(_par_py.ParSearch, "_exits_after_the_trick_on_the_table", lambda *_args: -1)
+    search = _par_py.ParSearch(Contract.EL_ALMAZ, -1, flags)
+    assert search.units_left(2, held, 0, [two], played, 9, floor=1) == 1
+    assert search.nodes > 1

@@ -31,6 +31,7 @@ cdef enum:
     FIRST_POOL = 1 << 13
     EVERY = 4096  # nodes between two looks at the clock
     CANNOT = 99  # _par_py.ParSearch._exits_after_this_trick: the bound says nothing
+    TABLE_EXITS_UNTIL = 9  # _par_py.TABLE_EXITS_UNTIL
 
 # _par_py.LEVELS: an entry names at least this many top cards of each suit (all of a
 # shorter one); it is kept in the bucket of its level, hashed on those cards.
@@ -662,6 +663,104 @@ cdef class ParSearch:
                 worst = best
         return worst
 
+    cdef int _exits_on_table(self, const DealState* d, int most, int alpha) noexcept nogil:
+        """``_par_py.ParSearch._exits_after_the_trick_on_the_table``: a ceiling on the hero's
+        units inside a trick, or -1."""
+        cdef int seat = self.seat, k, i, n = 0, per_trick = -1, on_table = 0, best, value
+        cdef int place = (seat - d.leader) & 3
+        cdef uint64_t hero = d.held[seat], penalty = self.penalty, others, failing
+        cdef uint64_t suit_mask = SUIT[SUIT_OF[d.trick[0]]], high, mine, choices, shed
+        cdef uint64_t mask, low
+        cdef uint64_t hands[3]
+        cdef uint64_t to_come[3]
+        cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0
+        cdef bint banned = (self.flags & F_HEART_LEAD_BAN) != 0 and not d.played & HEARTS_MASK
+        if self.contract == EL_ALMAZ:
+            per_trick = 1
+        elif self.contract == SON_IKI:
+            per_trick = 1 if d.ntricks >= 11 else 0
+        for i in range(d.ntrick):
+            if penalty >> d.trick[i] & 1:
+                on_table += 1
+        if (per_trick if per_trick >= 0 else on_table) > alpha:
+            return -1
+        high = <uint64_t>1 << highest_of_suit(d.trick, d.ntrick, SUIT_OF[d.trick[0]])
+        for i in range(d.ntrick, 4):
+            if i != place:
+                to_come[n] = d.held[(d.leader + i) & 3]
+                n += 1
+        if place < d.ntrick:
+            return -1  # _par_py: the hero's card is out
+        for k in range(3):
+            hands[k] = d.held[(seat + 1 + k) & 3]
+        others = hands[0] | hands[1] | hands[2]
+        failing = failing_suits(hero, others, penalty, forced)
+        if popcount(failing) > 13:
+            return -1
+        mine = hero & suit_mask
+        if mine:
+            choices = mine
+        else:
+            choices = hero
+            if self.flags & F_VOID_DISCARD:
+                if hero & penalty:
+                    choices = hero & penalty
+                elif self.flags & F_RIFKI_HEART_AFTER_KING and hero & HEARTS_MASK:
+                    choices = hero & HEARTS_MASK
+            shed = 0  # the top card of each suit it may shed
+            for k in range(4):
+                if choices & SUIT[k]:
+                    shed |= <uint64_t>1 << high_card(choices & SUIT[k])
+            choices = shed
+        best = CANNOT
+        mask = choices
+        while mask:
+            low = mask & (~mask + 1)
+            mask ^= low
+            value = self._table_exit(low, hero ^ low, on_table, hands, others, to_come, n,
+                                     suit_mask, high, failing, most, per_trick, banned)
+            if value < best:
+                best = value
+        if mine and self.flags & F_WITHHOLDING and mine & penalty:
+            low = mine & penalty & (~(mine & penalty) + 1)
+            value = self._table_exit(low, hero ^ low, on_table, hands, others, to_come, n,
+                                     suit_mask, high, failing, most, per_trick, banned)
+            if value > best:
+                best = value
+        return best if best < CANNOT else -1
+
+    cdef int _table_exit(self, uint64_t card, uint64_t rest, int units, const uint64_t* hands,
+                         uint64_t others, const uint64_t* to_come, int n, uint64_t suit_mask,
+                         uint64_t high, uint64_t failing, int most, int per_trick,
+                         bint banned) noexcept nogil:
+        """``_par_py.ParSearch._exits_after_the_trick_on_the_table``'s ``after``."""
+        cdef int k
+        cdef uint64_t own, read, penalty = self.penalty
+        cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0
+        cdef bint loses
+        if failing and not failing & card:
+            return CANNOT
+        if not ducks_all(rest, others, penalty, forced, &read):
+            return CANNOT
+        loses = not card & suit_mask or card < high
+        for k in range(n):
+            own = to_come[k] & suit_mask
+            if own & (~own + 1) > card:
+                loses = True
+        if loses:
+            return 0  # it loses this trick, and every one after
+        if not leads_a_loser(rest, hands, others, penalty, forced, suit_mask, banned):
+            return CANNOT
+        if per_trick >= 0:
+            return per_trick
+        if card & penalty:
+            units += 1
+        for k in range(n):
+            own = to_come[k] & suit_mask if to_come[k] & suit_mask else to_come[k]
+            if own & penalty:
+                units += 1
+        return units if units < most else most
+
     cdef int _dumps(self, const DealState* d, uint64_t suit_mask, int skip) noexcept nogil:
         """``_par_py.ParSearch._this_trick``'s dumps: the three others but the hero and
         ``skip`` that may play a penalty card to a trick led in the suit."""
@@ -1258,6 +1357,13 @@ cdef class ParSearch:
                 return high
         if d.ntrick and not self.hero_wants_units and self._ducks_every_lead(d, &self.relevant):
             return 0  # _par_py.ParSearch._ducks_every_lead: every trick left lost
+        if (d.ntrick and not self.hero_wants_units and ((self.seat - d.leader) & 3) > d.ntrick
+                and d.ntricks <= TABLE_EXITS_UNTIL and self._exits_pay(d, alpha)):
+            # _par_py: another seat to play before the hero, four tricks or more left
+            value = self._exits_on_table(d, most, alpha)  # _par_py: this trick, then a loser
+            if 0 <= value <= alpha:
+                self.relevant = suits_of(d.held[self.seat]) | SUIT[SUIT_OF[d.trick[0]]]
+                return value
         if d.ntrick == 0 and d.ntricks == 12:
             child = d[0]
             for i in range(4):

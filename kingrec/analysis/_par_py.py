@@ -25,7 +25,8 @@ it fast, and none of it changes a value:
   all, with another seat on lead free to lead one of its suits, wins every trick and unit
   left (``_led_into_tops``); one that may have to win the trick about to be played but can
   then lead a loser and duck every lead takes that trick's units at most
-  (``_exits_after_this_trick``);
+  (``_exits_after_this_trick``), and inside a trick, yet to play after another seat, the
+  trick on the table's (``_exits_after_the_trick_on_the_table``);
   and the trick about to be played or on the table bounds the hero's units either way
   (``_this_trick``, ``_in_trick``: a trick the three can make it win, one it can surely
   lose);
@@ -80,6 +81,7 @@ ALL_SUITS = 15
 _ALL_CARDS = (1 << 52) - 1
 _DEAL_SLOTS = Deal.__slots__
 _HEARTS = SUIT_MASKS[HEARTS]
+TABLE_EXITS_UNTIL = 9  # the exits ceiling inside tricks up to this many tricks completed
 
 
 def _clone(deal: Deal) -> Deal:
@@ -463,9 +465,8 @@ class ParSearch:
         go below 0, so the trick's units bound all the hero takes from here.
 
         What it answers names the hero's suits whole: it compares no other ranks, and the
-        lengths, penalty statuses and the lead ban it reads are the key's. (Worked out inside
-        tricks too, from the cards on the table, it cut twice the nodes but cost more time
-        than it saved: measured, and left out.)"""
+        lengths, penalty statuses and the lead ban it reads are the key's. (Inside a trick it is
+        ``_exits_after_the_trick_on_the_table``, asked only where it paid.)"""
         seat, held, penalty = self.seat, deal.held, self.penalty
         hero = held[seat]
         hands = [held[(seat + k) % 4] for k in (1, 2, 3)]
@@ -542,6 +543,102 @@ class ParSearch:
                 return -1
             worst = max(worst, best)
         return worst
+
+    def _exits_after_the_trick_on_the_table(self, deal: Deal, most: int, alpha: int) -> int:
+        """Penalty contracts, inside a trick with the hero yet to play: a ceiling on the
+        hero's units from here on (at most that trick's units, as ``_exits_after_this_trick``
+        for the trick on the table), or -1; worked out only where it could settle the
+        window above ``alpha``.
+
+        The proof is ``_exits_after_this_trick``'s with what the table shows. The suit led
+        S is known, so the three cannot put the hero's trouble off to a later trick: it
+        either loses this trick and then every one after (the rest of its hand passes
+        ``_ducks_all``), or wins it and leads a loser. Its card r is any of its cards of S,
+        and under withholding with a penalty card of S the worse of that and its lowest one
+        (the rule asks for a penalty card below the highest on the trick, which its lowest
+        then is); void, the top card of a suit a forced discard leaves it. r surely loses
+        when it is not of S, below the highest card of S on the table, or below every card
+        of S of another seat still to play (that seat must follow above it). A seat that has
+        played holds now what it holds after the trick, so ``_leads_a_loser``'s "still holds
+        T after this trick" asks no more of it than it may. The trick's units are the
+        penalty cards on the table, r's, and one from each other seat still to play that
+        holds one it may play (of S, or any when void in S).
+
+        It is worked out only when the penalty cards on the table are at most ``alpha`` (the
+        ceiling counts them whenever r may win, and when r surely loses
+        ``_ducks_every_lead``, just before, mostly said 0 already) and the hero's cards fail
+        the duck test in at most one suit (r leaves one suit). What it answers names the
+        hero's suits and S, whole. (The search asks it only with another seat to play before
+        the hero: with the hero to play, or its card out, it cost more than it saved,
+        measured.)"""
+        seat, held, penalty, trick = self.seat, deal.held, self.penalty, deal.trick
+        contract = self.contract
+        if contract == Contract.EL_ALMAZ:
+            per_trick = 1
+        elif contract == Contract.SON_IKI:
+            per_trick = 1 if len(deal.winners) >= 11 else 0
+        else:
+            per_trick = -1
+        on_table = sum(1 for card in trick if penalty >> card & 1)
+        if (per_trick if per_trick >= 0 else on_table) > alpha:
+            return -1
+        suit_mask = SUIT_MASKS[trick[0] // 13]
+        high = _highest_of(trick, trick[0] // 13)
+        place = (seat - deal.leader) % 4
+        to_come = [held[(deal.leader + i) % 4] for i in range(len(trick), 4) if i != place]
+        if place < len(trick):
+            return -1  # the hero's card is out: not this bound's
+        hero = held[seat]
+        hands = [held[(seat + k) % 4] for k in (1, 2, 3)]
+        others = hands[0] | hands[1] | hands[2]
+        forced = bool(self.flags & (F_WITHHOLDING | F_VOID_DISCARD))
+        failing = _failing_suits(hero, others, penalty, forced)
+        if failing.bit_count() > 13:
+            return -1
+        banned = bool(self.flags & F_HEART_LEAD_BAN) and not deal.played & _HEARTS
+        cannot = 99
+
+        def after(card: int, rest: int, units: int) -> int:
+            """The hero's units at most, holding ``rest`` once ``card`` is its card to the
+            trick, ``units`` the penalty cards on the table but its own."""
+            if failing and not failing & card:
+                return cannot
+            if _ducks_all(rest, others, penalty, forced) < 0:
+                return cannot
+            if (
+                not card & suit_mask
+                or card < high
+                or any(_lowest(hand & suit_mask) > card for hand in to_come)
+            ):
+                return 0  # it loses this trick, and every one after
+            if not _leads_a_loser(rest, hands, others, penalty, forced, suit_mask, banned):
+                return cannot
+            if per_trick >= 0:
+                return per_trick
+            units += 1 if card & penalty else 0
+            for hand in to_come:
+                own = hand & suit_mask if hand & suit_mask else hand
+                units += 1 if own & penalty else 0
+            return min(units, most)
+
+        mine = hero & suit_mask
+        if mine:
+            choices = mine
+        else:
+            choices = hero
+            if self.flags & F_VOID_DISCARD:
+                if hero & penalty:
+                    choices = hero & penalty
+                elif self.flags & F_RIFKI_HEART_AFTER_KING and hero & _HEARTS:
+                    choices = hero & _HEARTS
+            choices = sum(1 << ((choices & m).bit_length() - 1) for m in SUIT_MASKS if choices & m)
+        best = cannot
+        for low in _cards_of(choices):
+            best = min(best, after(low, hero ^ low, on_table))
+        if mine and self.flags & F_WITHHOLDING and mine & penalty:
+            lowest = _lowest(mine & penalty)
+            best = max(best, after(lowest, hero ^ lowest, on_table))
+        return best if best < cannot else -1
 
     def _this_trick(self, deal: Deal, most: int) -> tuple[int, int]:
         """Penalty contracts, at a trick boundary: a floor and a ceiling on the hero's units
@@ -915,6 +1012,18 @@ class ParSearch:
             if ducked >= 0:
                 self.relevant = ducked  # the suits it compared, whole
                 return 0  # the hero can lose every trick left
+            if (
+                (self.seat - deal.leader) % 4 > len(deal.trick)  # another seat before the hero
+                and len(deal.winners) <= TABLE_EXITS_UNTIL
+                and self._exits_pay(deal, alpha)
+            ):
+                ceiling = self._exits_after_the_trick_on_the_table(deal, most, alpha)
+                if 0 <= ceiling <= alpha:
+                    # the hero's suits and the suit led, whole
+                    self.relevant = (
+                        _suits_of(deal.held[self.seat]) | SUIT_MASKS[deal.trick[0] // 13]
+                    )
+                    return ceiling  # this trick's units at most: then a loser, all ducked
         key: tuple[int, ...] | None = None
         codes: tuple[int, ...] = ()
         started = narrowed = 0
