@@ -233,7 +233,8 @@ def replay_deal(hands, plays, declarer, contract, trump, flags, revoke_play=-1):
     except (TypeError, OverflowError):
         h = NULL
     if not _hands_ok(h, nh) or p == NULL or not 0 <= d <= 3 or not _in_domain(k, t):
-        return _reference().replay_deal(hands, plays, declarer, contract, trump, flags, revoke_play)
+        return _reference().replay_deal(hands, plays, declarer, contract, trump, flags,
+                                        revoke_play)
     if not 0 <= rp < np:
         rp = -1
     nviol = core.replay_deal(&deal, h, p, np, <int>d, <int>k, <int>t, f, rp, viols, False)
@@ -334,8 +335,9 @@ cdef class Deal:
         """The verdict on ``card`` played now by the seat to play, and the legal cards."""
         cdef uint64_t legal
         if not 0 <= card < 64:
-            return _reference().judge_play(self.held[self.to_play], self.trick, card, self.d.contract,
-                                   self.d.trump, self.d.flags, self.d.played)
+            return _reference().judge_play(self.held[self.to_play], self.trick, card,
+                                           self.d.contract, self.d.trump, self.d.flags,
+                                           self.d.played)
         return core.deal_judge(&self.d, <int>card, &legal), legal
 
     def legal(self):
