@@ -258,14 +258,16 @@ cdef extern from *:
     /* The cards `hand` may play onto a trick of `n` cards under the rules `r`: the filters
        of RULES.md ("Which rule a bad card breaks") in their order. `*code` (KR_LEGAL or
        KR_NOT_IN_HAND on entry) receives the verdict on the card `bit`. `led` is the suit
-       led as a card set, `top_led` the highest card of it on the trick and `top_trump` the
-       highest trump on it (-1: none), read only when n > 0; `played` holds the cards of
-       earlier tricks. `code` may be NULL: the legal set alone (the verdict's bookkeeping
+       led as a card set, `led_on` the cards of it on the trick and `trumps_on` the trumps
+       on it (each may stand for its highest card alone), read only when n > 0; `played`
+       holds the cards of earlier tricks. The tops of the trick are taken (a count of
+       leading zeros) only by the filters that read them, which most cards never reach.
+       `code` may be NULL: the legal set alone (the verdict's bookkeeping
        then folds away in line). */
     KR_ALWAYS_INLINE unsigned long long kr_legal_cards(
             const kr_play_rules *r, unsigned long long hand, unsigned long long bit, int n,
-            unsigned long long led, int top_led, int top_trump, unsigned long long played,
-            int *code) {
+            unsigned long long led, unsigned long long led_on, unsigned long long trumps_on,
+            unsigned long long played, int *code) {
         unsigned long long cands = hand;
         if (n == 0) {
             if (r->lead_ban && !(played & r->lead_ban))  /* banned until broken */
@@ -277,14 +279,15 @@ cdef extern from *:
             KR_KEEP(cands & led, KR_MUST_FOLLOW_SUIT);
             /* No koz test first: raise_on is 0 (no suit led is 0) but in koz and withhold
                is 0 in koz; that test cost 2.5 mispredictions a deal (cachegrind's model) */
-            if (led == r->raise_on)
-                KR_KEEP(cands & kr_above(top_trump), KR_MUST_RAISE_TRUMP);
-            else if (r->withhold)
-                KR_KEEP(cands & r->withhold & kr_below(top_led), KR_MUST_GIVE_PENALTY_CARD);
+            if (led == r->raise_on)  /* a trump led: trumps_on holds it */
+                KR_KEEP(cands & kr_above(kr_high(trumps_on)), KR_MUST_RAISE_TRUMP);
+            else if (r->withhold)  /* led_on holds the card led */
+                KR_KEEP(cands & r->withhold & kr_below(kr_high(led_on)),
+                        KR_MUST_GIVE_PENALTY_CARD);
         } else if (r->koz) {
             KR_KEEP(cands & r->ruff, KR_MUST_RUFF);
-            if (r->overtrump && top_trump >= 0)
-                KR_KEEP(cands & kr_above(top_trump), KR_MUST_OVERTRUMP);
+            if (r->overtrump && trumps_on)
+                KR_KEEP(cands & kr_above(kr_high(trumps_on)), KR_MUST_OVERTRUMP);
         } else if (cands & r->discard) {
             KR_KEEP(cands & r->discard, KR_MUST_DISCARD_PENALTY_CARD);
         } else {
@@ -300,7 +303,7 @@ cdef extern from *:
     uint64_t all_if "KR_ALL_IF"(uint64_t cond) noexcept nogil  # all ones if cond, else 0
     uint64_t legal_cards "kr_legal_cards"(
         const PlayRules* rules, uint64_t hand, uint64_t bit, int n, uint64_t led,
-        int top_led, int top_trump, uint64_t played, int* code) noexcept nogil
+        uint64_t led_on, uint64_t trumps_on, uint64_t played, int* code) noexcept nogil
 
 
 cdef inline int judge(uint64_t hand, const int* trick, int n, int card, int contract,
@@ -312,16 +315,18 @@ cdef inline int judge(uint64_t hand, const int* trick, int n, int card, int cont
     when it would keep none; the verdict is the first filter that removed the card (LEGAL
     when none did).
     """
-    cdef uint64_t bit = <uint64_t>1 << card, led = 0
+    cdef uint64_t bit = <uint64_t>1 << card, led = 0, led_on = 0, trumps_on = 0
     cdef int code = LEGAL if hand & bit else NOT_IN_HAND
-    cdef int top_led = 0, top_trump = -1
+    cdef int top
     cdef PlayRules rules = play_rules(contract, trump, flags)
     if n:
         led = SUIT[SUIT_OF[trick[0]]]
-        top_led = highest_of_suit(trick, n, SUIT_OF[trick[0]])
+        top = highest_of_suit(trick, n, SUIT_OF[trick[0]])
+        led_on = <uint64_t>1 << top  # its top alone stands for the suit led on the trick
         if rules.koz:
-            top_trump = highest_of_suit(trick, n, trump)
-    legal[0] = legal_cards(&rules, hand, bit, n, led, top_led, top_trump, played, &code)
+            top = highest_of_suit(trick, n, trump)
+            trumps_on = 0 if top < 0 else <uint64_t>1 << top
+    legal[0] = legal_cards(&rules, hand, bit, n, led, led_on, trumps_on, played, &code)
     return code
 
 
@@ -529,13 +534,12 @@ cdef inline uint64_t follow_miss(const PlayRules* rules, const uint64_t* hands, 
     """``replay_clean``'s judgement of the ``k``-th follower's card (k 1..3, card 0..51) by
     ``seat`` onto a trick of the ``cards`` led in ``led``: its bit when it is not a legal
     play, else 0. The tops of the trick are read off its cards (a count of leading zeros),
-    not kept by a compare and select per card, which GCC makes a jump on the card."""
+    not kept by a compare and select per card, which GCC makes a jump on the card; and only
+    by the filters that need them."""
     cdef uint64_t bit = <uint64_t>1 << card
     cdef uint64_t hand = hands[seat] & ~played  # his cards left: only he holds his cards
-    cdef uint64_t trumps = cards & rules.trump
-    cdef int top_led = high_card(cards & led)
-    cdef int top_trump = high_card(trumps | 1) | -<int>(trumps == 0)  # -1: no trump yet
-    return bit & ~legal_cards(rules, hand, bit, k, led, top_led, top_trump, played, NULL)
+    return bit & ~legal_cards(rules, hand, bit, k, led, cards & led, cards & rules.trump,
+                              played, NULL)
 
 
 cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* plays,
@@ -580,7 +584,7 @@ cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* 
         if card >= 52:
             return False
         bit = <uint64_t>1 << card
-        miss = bit & ~legal_cards(&rules, hands[leader] & ~played, bit, 0, 0, 0, -1, played,
+        miss = bit & ~legal_cards(&rules, hands[leader] & ~played, bit, 0, 0, 0, 0, played,
                                   NULL)
         led = SUIT[SUIT_OF[card]]
         cards = bit

@@ -16,9 +16,16 @@ from libc.stdint cimport uint64_t
 from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, Tally, uchar
 
-from kingrec import _engine_py as _ref
 from kingrec._engine_types import DealReplay, Violation
 from kingrec.contracts import Contract as _Contract
+
+
+def _reference():
+    """The reference twin, for the odd input this module hands over to it: imported then,
+    not when this one loads (a run over clean records, or the simulator's, never needs it)."""
+    from kingrec import _engine_py
+    return _engine_py
+
 
 __all__ = [
     "Deal", "ScheduleTally", "core_constants", "judge_play", "legal_plays", "replay_deal", "trick_units",
@@ -140,10 +147,10 @@ def judge_play(hand, trick, card, contract, trump, flags, played):
         t = trump
         f = flags
     except (TypeError, OverflowError):
-        return _ref.judge_play(hand, trick, card, contract, trump, flags, played)
+        return _reference().judge_play(hand, trick, card, contract, trump, flags, played)
     n = _load_trick(trick, buf)
     if n < 0 or not 0 <= c < 64 or not _in_domain(k, t):
-        return _ref.judge_play(hand, trick, card, contract, trump, flags, played)
+        return _reference().judge_play(hand, trick, card, contract, trump, flags, played)
     code = core.judge(h, buf, n, <int>c, <int>k, <int>t, f, p, &legal)
     return code, legal
 
@@ -161,9 +168,9 @@ def trick_winner(trick, trump):
     try:
         t = trump
     except (TypeError, OverflowError):
-        return _ref.trick_winner(trick, trump)
+        return _reference().trick_winner(trick, trump)
     if n < 0 or not -1 <= t <= 3:
-        return _ref.trick_winner(trick, trump)
+        return _reference().trick_winner(trick, trump)
     return core.trick_winner(buf, n, <int>t)
 
 
@@ -176,10 +183,10 @@ def trick_units(trick, trick_index, contract):
         k = contract
         i = trick_index
     except (TypeError, OverflowError):
-        return _ref.trick_units(trick, trick_index, contract)
+        return _reference().trick_units(trick, trick_index, contract)
     n = _load_trick(trick, buf)
     if n < 0 or not 1 <= k <= 7:
-        return _ref.trick_units(trick, trick_index, contract)
+        return _reference().trick_units(trick, trick_index, contract)
     return core.trick_units(buf, n, <int>min(max(i, -1), 13), <int>k)
 
 
@@ -226,7 +233,8 @@ def replay_deal(hands, plays, declarer, contract, trump, flags, revoke_play=-1):
     except (TypeError, OverflowError):
         h = NULL
     if not _hands_ok(h, nh) or p == NULL or not 0 <= d <= 3 or not _in_domain(k, t):
-        return _ref.replay_deal(hands, plays, declarer, contract, trump, flags, revoke_play)
+        return _reference().replay_deal(hands, plays, declarer, contract, trump, flags,
+                                        revoke_play)
     if not 0 <= rp < np:
         rp = -1
     nviol = core.replay_deal(&deal, h, p, np, <int>d, <int>k, <int>t, f, rp, viols, False)
@@ -327,8 +335,9 @@ cdef class Deal:
         """The verdict on ``card`` played now by the seat to play, and the legal cards."""
         cdef uint64_t legal
         if not 0 <= card < 64:
-            return _ref.judge_play(self.held[self.to_play], self.trick, card, self.d.contract,
-                                   self.d.trump, self.d.flags, self.d.played)
+            return _reference().judge_play(self.held[self.to_play], self.trick, card,
+                                           self.d.contract, self.d.trump, self.d.flags,
+                                           self.d.played)
         return core.deal_judge(&self.d, <int>card, &legal), legal
 
     def legal(self):

@@ -23,7 +23,7 @@ from kingrec._framing cimport FRAME_HEADER, le32, whole_frame
 from kingrec._v1wire cimport DealMsg, parse_deal
 from kingrec._wire cimport (
     I32_MAX, U32_MAX, WT_LEN, WT_VARINT, enum32, length_delimited, packed_sint32, skip_field,
-    hash64, string_field, tag, u32, utf8_ok, varint, varint_long, walk_strings,
+    hash64, short_varints, string_field, tag, u32, utf8_ok, varint, varint_long, walk_strings,
 )
 
 from kingrec.checksum import crc32
@@ -172,6 +172,7 @@ cdef bint _check_metadata(const DealMsg* d, const CoreRules* r) noexcept nogil:
     cdef uint64_t auto_mask = 0, v
     cdef Py_ssize_t nthink = 0, nauto = 0
     cdef const uchar* q
+    cdef bint counted = False
     if d.autos != NULL:
         q = d.autos
         while q < d.autos + d.autos_len:
@@ -181,7 +182,17 @@ cdef bint _check_metadata(const DealMsg* d, const CoreRules* r) noexcept nogil:
             if nauto > MAX_PLAYS:
                 return False
             auto_mask |= <uint64_t>1 << v
-    if d.think != NULL:
+    if d.think != NULL and r.play_timeout >= 127:
+        # Think times of one or two bytes below the clock (most are) need no decoding:
+        # their count alone is checked. The last byte of a two-byte varint is its value
+        # >> 7, so a last byte of at most (clock - 127) >> 7 keeps the value within it.
+        nthink = short_varints(d.think, d.think_len, <int>min(127, (r.play_timeout - 127) >> 7))
+        if nthink >= 0:
+            if nthink and nthink != d.nplays:
+                return False
+            counted = True
+    if d.think != NULL and not counted:
+        nthink = 0
         # One pass: a count other than 0 or one per play fails below, so judging the
         # clock on the way is only ever done when the validator would do it too.
         q = d.think
@@ -216,6 +227,7 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     cdef core.Violation viols[53]
     cdef uint64_t held[4]
     cdef uint64_t hand
+    cdef uchar card, seen = 0
     cdef Py_ssize_t i
     cdef int owner, seat, contract, trump, expected, nscores = 0
     cdef int64_t scores[4]
@@ -232,14 +244,17 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     # the deck (needed first: under HOLDER_OF_CARD deal 1's hands name the first declarer)
     if d.nhands != 52:
         return False
-    for owner in range(4):  # each hand as a card set, for the replay too
+    # Each hand as a card set, for the replay too. No test per byte: a byte of 64 or more
+    # shows in the OR of them all, and one of 52..63 puts a bit above the deck's 52 in the
+    # union, which must then be the deck itself (52 bytes: each card exactly once).
+    for owner in range(4):
         hand = 0
-        for i in range(13 * owner, 13 * owner + 13):
-            if d.hands[i] >= 52:
-                return False
-            hand |= <uint64_t>1 << d.hands[i]
+        for i in range(13):
+            card = d.hands[13 * owner + i]
+            seen |= card
+            hand |= <uint64_t>1 << (card & 63)
         held[owner] = hand
-    if held[0] | held[1] | held[2] | held[3] != core.ALL_CARDS:
+    if seen >= 64 or held[0] | held[1] | held[2] | held[3] != core.ALL_CARDS:
         return False
     if number == 1:
         if r.first_declarer == core.FIRST_HOLDER_OF_CARD:

@@ -5,7 +5,7 @@
 
 from libc.stdint cimport uint64_t
 
-from kingrec._wire cimport WT_LEN, enum32, length_delimited, skip_field, tag, u32, uchar
+from kingrec._wire cimport WT_LEN, WT_VARINT, enum32, length_delimited, skip_field, tag, u32, uchar
 
 
 ctypedef struct DealMsg:
@@ -40,6 +40,66 @@ cdef inline bint parse_deal(const uchar* p, const uchar* end, DealMsg* d) noexce
     d.has_dealer = d.has_revoke = d.has_trump_think = False
     d.hands = d.plays = d.think = d.autos = d.scores = NULL
     d.nhands = d.nplays = d.think_len = d.autos_len = d.scores_len = 0
+    # kingrec writes a deal's fields in field order, each tag one byte: each field is tried
+    # at its place first, with one compare of that byte, and whatever else the bytes hold
+    # (other orders, repeats, unknown fields, wrong wire types) is read by the general loop
+    # below, field by field as it would have read them all. The same fields, read the same
+    # way; only the jump on the tag (a fifth of the checker's indirect mispredictions) goes.
+    if p < end and p[0] == 0x08:  # 1 number
+        p += 1
+        if not u32(&p, end, WT_VARINT, &d.number):
+            return False
+    if p < end and p[0] == 0x10:  # 2 dealer
+        p += 1
+        if not u32(&p, end, WT_VARINT, &d.dealer):
+            return False
+        d.has_dealer = True
+    if p < end and p[0] == 0x18:  # 3 declarer
+        p += 1
+        if not u32(&p, end, WT_VARINT, &d.declarer):
+            return False
+    if p < end and p[0] == 0x20:  # 4 contract
+        p += 1
+        if not enum32(&p, end, WT_VARINT, &d.contract):
+            return False
+    if p < end and p[0] == 0x28:  # 5 trump
+        p += 1
+        if not enum32(&p, end, WT_VARINT, &d.trump):
+            return False
+    if p < end and p[0] == 0x32:  # 6 hands
+        p += 1
+        if not length_delimited(&p, end, &d.hands, &d.nhands):
+            return False
+    if p < end and p[0] == 0x3A:  # 7 plays
+        p += 1
+        if not length_delimited(&p, end, &d.plays, &d.nplays):
+            return False
+    if p < end and p[0] == 0x42:  # 8 think times (first sight: nothing to repeat)
+        p += 1
+        if not length_delimited(&p, end, &d.think, &d.think_len):
+            return False
+    if p < end and p[0] == 0x4A:  # 9 auto plays
+        p += 1
+        if not length_delimited(&p, end, &d.autos, &d.autos_len):
+            return False
+    if p < end and p[0] == 0x50:  # 10 revoke play
+        p += 1
+        if not u32(&p, end, WT_VARINT, &d.revoke_play):
+            return False
+        d.has_revoke = True
+    if p < end and p[0] == 0x58:  # 11 end
+        p += 1
+        if not enum32(&p, end, WT_VARINT, &d.end):
+            return False
+    if p < end and p[0] == 0x62:  # 12 scores
+        p += 1
+        if not length_delimited(&p, end, &d.scores, &d.scores_len):
+            return False
+    if p < end and p[0] == 0x68:  # 13 trump think time
+        p += 1
+        if not u32(&p, end, WT_VARINT, &d.trump_think):
+            return False
+        d.has_trump_think = True
     while p < end:
         if not tag(&p, end, &field, &wt):
             return False

@@ -47,6 +47,51 @@ cdef inline bint varint(const uchar** pp, const uchar* end, uint64_t* out) noexc
     return varint_long(pp, end, out)
 
 
+cdef extern from *:
+    """
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ \
+        || defined(_M_X64) || defined(_M_IX86) || defined(_M_ARM64)
+    #define KR_LITTLE_ENDIAN 1
+    #else
+    #define KR_LITTLE_ENDIAN 0
+    #endif
+    """
+    bint LITTLE_ENDIAN "KR_LITTLE_ENDIAN"
+
+
+cdef inline Py_ssize_t short_varints(const uchar* p, Py_ssize_t n, int most) noexcept nogil:
+    """How many varints the packed field ``p[0:n]`` holds, when each is one or two bytes and
+    the last byte of each is at most ``most`` (0..127); -1 when not so, or not sure (then
+    the caller decodes them one by one). Such a varint is below ``(most + 1) << 7``.
+
+    Eight bytes at a time: a varint ends at each byte below 0x80, so the count is the count
+    of clear high bits; a varint of three bytes or more has two set high bits in a row.
+    """
+    cdef uint64_t lows = <uint64_t>0x0101010101010101, highs = <uint64_t>0x8080808080808080
+    cdef uint64_t lift = <uint64_t>(127 - most) * lows  # a last byte above most: high bit
+    cdef uint64_t w, cont, ends, prev = 0, bad = 0, count = 0
+    cdef Py_ssize_t i = 0, left
+    if not LITTLE_ENDIAN or n < 8 or most < 0 or most > 127 or p[n - 1] >= 0x80:
+        return -1  # (and a field ending inside a varint is for the careful decoder)
+    while i < n:
+        left = n - i
+        if left >= 8:
+            memcpy(&w, p + i, 8)
+        else:  # the last bytes: the field's final eight, less those already counted
+            memcpy(&w, p + n - 8, 8)
+            w >>= 8 * (8 - left)
+        cont = w & highs
+        ends = ~w & highs
+        if left < 8:
+            ends &= (<uint64_t>1 << (8 * left)) - 1  # not the zeros shifted in
+        bad |= cont & ((cont << 8) | (prev >> 56))  # two continuation bytes in a row
+        bad |= ((w & ~highs) + lift) & ends  # a last byte above most
+        count += ((ends >> 7) * lows) >> 56  # the clear high bits, summed in the top byte
+        prev = cont
+        i += 8
+    return -1 if bad else <Py_ssize_t>count
+
+
 cdef inline bint tag(const uchar** pp, const uchar* end, uint64_t* field,
                       int* wt) noexcept nogil:
     cdef uint64_t tag

@@ -579,6 +579,94 @@ def test_fields_in_any_order_are_read() -> None:
     _assert_same_as_reference(payload)
 
 
+def _deal_fields(deal: pb.Deal) -> list[bytes]:
+    """A deal's wire fields, each whole (tag and value), in the order it was written."""
+    raw, out, pos = deal.SerializeToString(), [], 0
+    while pos < len(raw):
+        start = pos
+        tag, pos = _read_varint(raw, pos)
+        if tag & 7 == 0:
+            pos = _read_varint(raw, pos)[1]
+        else:
+            size, pos = _read_varint(raw, pos)
+            pos += size
+        out.append(raw[start:pos])
+    return out
+
+
+def _read_varint(raw: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = raw[pos]
+        value |= (byte & 0x7F) << shift
+        pos, shift = pos + 1, shift + 7
+        if byte < 0x80:
+            return value, pos
+
+
+def _with_deal_bytes(match: pb.Match, index: int, raw: bytes) -> bytes:
+    deals = [d.SerializeToString() for d in match.deals]
+    deals[index] = raw
+    top = pb.Match()
+    top.CopyFrom(match)
+    top.ClearField("deals")
+    return top.SerializeToString() + b"".join(_field(8, 2, d) for d in deals)
+
+
+@needs_compiled
+def test_a_deals_fields_in_any_order_or_repeated_are_read_as_the_parser_reads_them() -> None:
+    """The checker reads a deal's fields in the order kingrec writes them first, then any
+    others: fields reversed, shuffled, a scalar given twice (the last one counts) or a
+    packed field twice (left to the reference) are judged as the reference judges them,
+    and the reordered deals, whole and clean, are still vouched for."""
+    match = _match("classic", 0)
+    rng = random.Random(17)
+    for index in (0, 7):
+        fields = _deal_fields(match.deals[index])
+        assert len(fields) >= 8  # number, dealer, declarer, contract, hands, plays, ...
+        shuffled = fields[:]
+        rng.shuffle(shuffled)
+        number = _field(1, 0, index + 1)
+        for order, clean in [
+            (fields[::-1], True),
+            (shuffled, True),
+            (fields[1:] + fields[:1], True),  # the number last
+            ([number, *fields], True),  # the number twice, the same
+            ([*fields, _field(1, 0, index + 2)], False),  # ...the last, wrong, counts
+            ([_field(1, 0, index + 2), *fields], True),  # ...the last, right, counts
+            ([*fields, _field(7, 2, b"")], False),  # the plays again, empty: the last counts
+            ([*fields, _field(12, 2, b"")], None),  # the scores twice: for the reference
+        ]:
+            payload = _with_deal_bytes(match, index, b"".join(order))
+            reference = _assert_same_as_reference(payload)
+            if clean is not None:
+                assert isinstance(reference, MatchReport)
+                assert (reference.findings == []) == clean, (index, reference.findings)
+                assert fastcheck.check_payload(payload)[0] == clean
+
+
+@needs_compiled
+@pytest.mark.parametrize("byte", [51, 52, 55, 63, 64, 100, 127, 128, 200, 255, -64, -128, -192])
+def test_a_hand_byte_outside_the_deck_is_judged_like_the_reference(byte: int) -> None:
+    """The hands are built with no test per byte (one OR for bytes of 64 and more, the
+    deck's union for 52..63): a card byte of 52 or more anywhere in a hand, or a card given
+    twice, takes the reference path and gets its finding, never a clean verdict. (A
+    negative ``byte`` stands for the card it replaces plus 64, 128 or 192: the same card
+    but for the bits above 63.)"""
+    match = _match("classic", 0)
+    for at in (0, 12, 13, 38, 51):
+        hands = bytearray(match.deals[0].hands)
+        if hands[at] == byte:
+            continue
+        hands[at] = byte if byte >= 0 else hands[at] - byte  # 51: that card given twice
+        edited = pb.Match.FromString(match.SerializeToString())
+        edited.deals[0].hands = bytes(hands)
+        payload = edited.SerializeToString()
+        assert not fastcheck.check_payload(payload)[0], (byte, at)
+        reference = _assert_same_as_reference(payload)
+        assert isinstance(reference, MatchReport) and reference.findings, (byte, at)
+
+
 def _unpacked_think() -> bytes:
     """Deal 1's think times as one field per value (parsers accept both encodings)."""
     match = _match("classic", 0)

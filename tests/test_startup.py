@@ -347,3 +347,46 @@ def test_the_teardown_is_skipped_as_the_command_said_always_outweighing_on_succe
     teardown.needless(teardown.ALWAYS)  # a channel opened, after or before: always
     teardown.needless(teardown.ON_SUCCESS)
     assert teardown.skip(ended_well=False) and teardown.skip(ended_well=True)
+
+
+# What ``kingrec validate`` of clean .krec records must not load: the reference twins and
+# the reference validator. The compiled checker vouches for every such record; only one it
+# cannot vouch for is judged by the reference, loaded then.
+REFERENCE_JUDGES = ("kingrec._engine_py", "kingrec._frames_py", "kingrec.validator")
+
+
+def _krec(path: Path, *payloads: bytes) -> Path:
+    from kingrec.container import KrecWriter
+
+    with KrecWriter.open(path) as writer:
+        for payload in payloads:
+            writer.write(payload)
+    return path
+
+
+def _simulated(seed: int) -> bytes:
+    from kingrec.rules import PRESETS
+    from kingrec.simulate import simulate_match
+
+    return simulate_match(PRESETS["classic"], seed).SerializeToString()
+
+
+@pytest.mark.skipif(COMPILED is None, reason="the compiled twins are not built")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_validating_clean_krec_records_loads_no_reference_twin(tmp_path: Path, jobs: str) -> None:
+    path = _krec(tmp_path / "two.krec", _simulated(1), _simulated(2))
+    loaded = loaded_by(tmp_path, "validate", "--jobs", jobs, str(path))
+    assert {m for m in REFERENCE_JUDGES if m in loaded} == set()
+    assert "kingrec._fastcheck_c" in loaded  # ...and the compiled checker judged them
+
+
+@pytest.mark.skipif(COMPILED is None, reason="the compiled twins are not built")
+def test_validating_a_record_seen_twice_loads_the_reference_validator_for_it(
+    tmp_path: Path,
+) -> None:
+    # The other side of the test above: the repeat is judged by the reference, which then
+    # loads (the run still ends well: a DUPLICATE_RECORD is a warning).
+    payload = _simulated(1)
+    path = _krec(tmp_path / "twice.krec", payload, payload)
+    loaded = loaded_by(tmp_path, "validate", str(path))
+    assert "kingrec.validator" in loaded

@@ -1,0 +1,116 @@
+"""``kingrec validate`` of two installs side by side, run after run (issue 17, target 3).
+
+    python bench/bench_validate_ab.py --old /tmp/old-tree/.venv/bin/kingrec --pairs 7
+    python bench/bench_validate_ab.py --old OLD --jobs 1 2 --tiny 20
+
+On a loaded machine whose speed drifts only a ratio of runs taken in turn means anything:
+this runs the old command line (``--old``: another checkout's installed ``kingrec``) and
+this tree's, alternating which goes first, ``--pairs`` times on the file and, with
+``--tiny N``, N times on a one-match file (the start-up: a CPU-second figure of what
+``kingrec validate`` costs before and after its records). Each run's CPU time is the
+command's user + system time from ``wait4``, its workers' included (they are its children
+and it waits for them); wall time beside it. Both must print the same report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from compiled_only import refuse_pure_twins
+
+ROOT = Path(__file__).resolve().parent.parent
+NEW = ROOT / ".venv" / "bin" / "kingrec"
+DEFAULT_FILE = Path("/work/bench-data/classic-100000.krec")
+
+
+def run(kingrec: Path, args: list[str]) -> tuple[float, float, bytes]:
+    """(CPU seconds, wall seconds, standard output) of ``kingrec validate ARGS``."""
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        [str(kingrec), "validate", "--no-progress", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert child.stdout is not None
+    out = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    assert child.returncode in (0, 1), (kingrec, args, child.returncode)
+    return usage.ru_utime + usage.ru_stime, wall, out
+
+
+def pairs(old: Path, args: list[str], count: int) -> dict[str, list[tuple[float, float]]]:
+    """``count`` runs of each, in turn (old first in even pairs, new first in odd ones)."""
+    times: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}
+    outputs: dict[str, bytes] = {}
+    for i in range(count):
+        order = [("old", old), ("new", NEW)] if i % 2 == 0 else [("new", NEW), ("old", old)]
+        for name, kingrec in order:
+            cpu, wall, out = run(kingrec, args)
+            assert outputs.setdefault(name, out) == out
+            times[name].append((cpu, wall))
+    assert outputs["old"] == outputs["new"], outputs
+    return times
+
+
+def report(title: str, deals: int, times: dict[str, list[tuple[float, float]]]) -> None:
+    print(f"{title}  (load average {os.getloadavg()[0]:.1f})")
+    medians = {}
+    for name, runs in times.items():
+        cpu = statistics.median(c for c, _ in runs)
+        wall = statistics.median(w for _, w in runs)
+        medians[name] = (cpu, wall)
+        rate = f", {deals / cpu / 1e6:.2f} M deals per CPU s" if deals else ""
+        print(
+            f"  {name}: CPU median {cpu:.3f} s, wall median {wall:.3f} s{rate}  "
+            f"(CPU {' '.join(f'{c:.3f}' for c, _ in runs)})"
+        )
+    ratios = [n[0] / o[0] for n, o in zip(times["new"], times["old"], strict=True)]
+    print(
+        f"  new/old CPU per pair: median {statistics.median(ratios):.3f}; "
+        f"of the medians {medians['new'][0] / medians['old'][0]:.3f} "
+        f"(wall {medians['new'][1] / medians['old'][1]:.3f})"
+    )
+
+
+def one_match_file(folder: Path) -> Path:
+    path = folder / "one.krec"
+    subprocess.run(
+        [str(NEW), "simulate", "--matches", "1", "--seed", "1", "-o", str(path)],
+        check=True,
+        capture_output=True,
+    )
+    return path
+
+
+def main() -> None:
+    refuse_pure_twins()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--old", type=Path, required=True, help="the old install's kingrec")
+    parser.add_argument("--file", type=Path, default=DEFAULT_FILE, help="a .krec file")
+    parser.add_argument("--deals", type=int, default=2_000_000, help="deals in --file")
+    parser.add_argument("--pairs", type=int, default=5, help="runs of each on the file")
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1], help="--jobs values")
+    parser.add_argument("--tiny", type=int, default=0, help="runs of each on one match")
+    args = parser.parse_args()
+    if not args.old.exists():
+        sys.exit(f"no such command: {args.old}")
+    if args.tiny:
+        with tempfile.TemporaryDirectory(prefix="validate-ab-") as tmp:
+            tiny = one_match_file(Path(tmp))
+            report("start-up: one match (20 deals)", 0, pairs(args.old, [str(tiny)], args.tiny))
+    for jobs in args.jobs:
+        times = pairs(args.old, ["--jobs", str(jobs), str(args.file)], args.pairs)
+        report(f"{args.file} --jobs {jobs}", args.deals, times)
+
+
+if __name__ == "__main__":
+    main()
