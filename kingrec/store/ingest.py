@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
@@ -108,6 +109,7 @@ class Prepared:
     stored: int  # records it stores
     hashes: dict[bytes, str] = field(default_factory=dict)  # stored content -> match id
     deals: int = 0  # deals it stores
+    builder_wait: float = 0.0  # wall seconds the judged batch waited for its build
 
     def release(self) -> None:
         """Let go of the tables (after the write, committed or not): their memory is then
@@ -216,10 +218,12 @@ def _prepare(
             seen.add(hashes[i])
             keep.append(i)
     keys = _keys(keep, next_key)
+    waited = time.perf_counter()
     if building is not None and keep == _building_keep(building):
         built = building.result()
     else:  # none in flight, or built of other records: dropped (with its failure, if any)
         built = _columns(batch, keep, keys, builder)
+    waited = time.perf_counter() - waited if building is not None else 0.0
     tables, rulesets = _with_twin(batch, keys, built)
     ids = tables["matches"].column("match_id").to_pylist()
     order = tables["matches"].column("match_key").to_pylist()
@@ -255,7 +259,7 @@ def _prepare(
             )
     batches = _batch_tables(batch, keep, keys, hashes, reports, tables, rulesets, damage)
     done = [v for v in verdicts if v is not None]
-    return Prepared(done, batches, len(keep), stored, batches["batch_deals"].num_rows)
+    return Prepared(done, batches, len(keep), stored, batches["batch_deals"].num_rows, waited)
 
 
 def _existing(con: duckdb.DuckDBPyConnection, column: str, values: Sequence[object]) -> set[Any]:

@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import threading
+import time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -32,9 +35,22 @@ from .ingest import Batch, Prepared, new_builder, prepare_batch, write_prepared
 if TYPE_CHECKING:
     from .store import Store
 
-__all__ = ["WRITERS", "IngestPipeline"]
+__all__ = ["WRITERS", "IngestPipeline", "Queues"]
 
 WRITERS = 2  # transactions in flight at once
+
+
+@dataclass
+class Queues:
+    """Where a pipeline's time went, in wall seconds summed over its batches: is DuckDB
+    waiting on the batches' preparation, or the preparation on DuckDB? (bench_floor.py)"""
+
+    preparing: float = 0.0  # submit: judging and building a batch (prepare_batch)
+    builder: float = 0.0  # of which the judged batch waited for its build to end
+    writer_slot: float = 0.0  # submit: a batch prepared, waiting for a writer to be free
+    writing: float = 0.0  # the writers: appending and committing, summed over them
+    commit_order: float = 0.0  # the writers: rows in, waiting for the one before to commit
+    batches: int = 0
 
 
 class IngestPipeline:
@@ -63,6 +79,9 @@ class IngestPipeline:
         self._helper = ThreadPoolExecutor(1, thread_name_prefix="kingrec-ingest-builder")
         self._writing: deque[tuple[Future[None], Prepared]] = deque()
         self._closed = False
+        self._timing = threading.Lock()
+        self.queues = Queues()
+        """Where the time went so far (wall seconds)."""
         self.failure: BaseException | None = None
         """The first failed write seen so far (by ``submit`` or ``close``), else None."""
 
@@ -76,6 +95,7 @@ class IngestPipeline:
         # none of their records is stored. Only those still in flight are pending.
         self._take_done()
         pending = [prepared for _, prepared in self._writing]
+        started = time.perf_counter()
         prepared = prepare_batch(
             self._lookups,
             batch,
@@ -86,11 +106,16 @@ class IngestPipeline:
             helper=self._helper,
         )
         self._next_key += prepared.stored
+        prepared_at = time.perf_counter()
         if len(self._writing) == WRITERS:
             done, _ = self._writing.popleft()
             # Its failure is its own future's to report; ``failure`` keeps the first.
             self.failure = self.failure or _outcome(done)
         self._take_done()
+        self.queues.preparing += prepared_at - started
+        self.queues.builder += prepared.builder_wait
+        self.queues.writer_slot += time.perf_counter() - prepared_at
+        self.queues.batches += 1
         if self._stop and self.failure is not None:
             raise self.failure
         before = self._writing[-1][0] if self._writing else None
@@ -105,11 +130,24 @@ class IngestPipeline:
 
     def _write(self, prepared: Prepared, before: Future[None] | None) -> None:
         cursor = self._cursors.get()
+        started = time.perf_counter()
+        ordered = [0.0]
+
+        def in_order() -> None:
+            waited = time.perf_counter()
+            try:
+                _after(before, self._store.path)
+            finally:
+                ordered[0] = time.perf_counter() - waited
+
         try:
-            write_prepared(cursor, prepared, before=lambda: _after(before, self._store.path))
+            write_prepared(cursor, prepared, before=in_order)
         finally:
             prepared.release()
             self._cursors.put(cursor)
+            with self._timing:
+                self.queues.writing += time.perf_counter() - started - ordered[0]
+                self.queues.commit_order += ordered[0]
 
     def close(self) -> None:
         """Wait for every write, then let go of the connections (the first failure, if any,
