@@ -187,10 +187,11 @@ def _table_rows(store: Store, table: str) -> list[str]:
 def test_a_pipelined_ingest_stores_what_one_batch_at_a_time_stores_table_by_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The pipeline builds each batch in its builder thread while the judge reads it, betting
-    # that the judge rejects none of the records not yet stored; where it does reject one,
-    # the batch is built again without it. Either way the store holds, in all its tables,
-    # what storing the same batches one by one (judge, then build, one thread) holds.
+    # The pipeline builds each batch in its builder threads (a share of the records each)
+    # while the judge reads it, betting that the judge rejects none of the records not yet
+    # stored; where it does reject one, the batch is built again without it. Either way the
+    # store holds, in all its tables, what storing the same batches one by one (judge, then
+    # build, one thread) holds.
     path = _awkward_file(tmp_path / "awkward.krec")
     built_in: list[str] = []
     columns = ingest_module._columns
@@ -206,7 +207,8 @@ def test_a_pipelined_ingest_stores_what_one_batch_at_a_time_stores_table_by_tabl
         assert (summary.rejected, summary.damaged) == (2, 1)
         want = {table: _table_rows(piped, table) for table in TABLES}
     builder_thread = [name for name in built_in if name.startswith("kingrec-ingest-builder")]
-    assert len(builder_thread) == 3  # every batch (of 15 readable records) built there first
+    # every batch (of 15 readable records) built there first, in a share per builder
+    assert len(builder_thread) == 3 * pipeline.BUILDERS
     assert len(built_in) - len(builder_thread) == 2  # the two with a rejected record again
     with Store.open(str(tmp_path / "one.duckdb")) as one, open_records(str(path)) as records:
         for batch in store_module._batches(records, 5):

@@ -1,8 +1,9 @@
 """The pipelined ingest: a batch judged and built while the batches before it are written.
 
 ``kingrec ingest`` (``Store.ingest_file``) and the server's Upload gateway both store through
-an ``IngestPipeline``: ``submit`` prepares a batch (the calling thread judges it while a
-builder thread, off the GIL, builds its Arrow tables) and hands it to one of ``WRITERS``
+an ``IngestPipeline``: ``submit`` prepares a batch (the calling thread judges it while
+``BUILDERS`` threads, off the GIL, build its Arrow tables, a share of its records each) and
+hands it to one of ``WRITERS``
 threads, each writing a transaction on a connection of its own: DuckDB lets go of the GIL
 while it appends, and while one transaction waits on the disk at its commit the next one
 appends.
@@ -35,9 +36,10 @@ from .ingest import Batch, Prepared, new_builder, prepare_batch, write_prepared
 if TYPE_CHECKING:
     from .store import Store
 
-__all__ = ["WRITERS", "IngestPipeline", "Queues"]
+__all__ = ["BUILDERS", "WRITERS", "IngestPipeline", "Queues"]
 
 WRITERS = 2  # transactions in flight at once
+BUILDERS = 2  # threads building a batch's columns at once, a share each (off the GIL)
 
 
 @dataclass
@@ -69,14 +71,15 @@ class IngestPipeline:
         self._stop = stop_on_failure
         self._twins = twins
         self._next_key = store._key()
-        self._builder = new_builder(twins)
+        self._builder = new_builder(twins)  # a batch built again without the rejected
+        self._parts = [new_builder(twins) for _ in range(BUILDERS)]
         self._lookups = store.con.cursor()  # prepare_batch's reads, beside the writes
         self._cursors: queue.SimpleQueue[duckdb.DuckDBPyConnection] = queue.SimpleQueue()
         self._all = [store.con.cursor() for _ in range(WRITERS)]
         for cursor in self._all:
             self._cursors.put(cursor)
         self._writer = ThreadPoolExecutor(WRITERS, thread_name_prefix="kingrec-ingest-writer")
-        self._helper = ThreadPoolExecutor(1, thread_name_prefix="kingrec-ingest-builder")
+        self._helper = ThreadPoolExecutor(BUILDERS, thread_name_prefix="kingrec-ingest-builder")
         self._writing: deque[tuple[Future[None], Prepared]] = deque()
         self._closed = False
         self._timing = threading.Lock()
@@ -104,6 +107,7 @@ class IngestPipeline:
             pending=pending,
             builder=self._builder,
             helper=self._helper,
+            parts=self._parts,
         )
         self._next_key += prepared.stored
         prepared_at = time.perf_counter()
