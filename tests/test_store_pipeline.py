@@ -21,7 +21,7 @@ from kingrec.container import KrecWriter
 from kingrec.errors import StoreWriteAbortedError
 from kingrec.findings import Location
 from kingrec.records import open_records
-from kingrec.rules import preset
+from kingrec.rules import PRESETS, preset
 from kingrec.simulate import simulate_match
 from kingrec.store import Store, pipeline
 from kingrec.store import ingest as ingest_module
@@ -216,6 +216,33 @@ def test_a_pipelined_ingest_stores_what_one_batch_at_a_time_stores_table_by_tabl
         for table in TABLES:
             assert _table_rows(one, table) == want[table], table
     assert len(want["matches"]) == 12 and len(want["damage"]) == 3
+
+
+@pytest.mark.parametrize("builders", [2, 3])
+def test_a_batch_built_in_shares_stores_what_one_builder_stores_table_by_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builders: int
+) -> None:
+    # Shares of a batch, each built on a builder of its own, are joined as one build: every
+    # share's rulesets after those before (the matches' indices shifted), rows in order. Mixed
+    # presets put several rulesets in every share; the awkward file puts rejected records,
+    # duplicates and damage among them.
+    mixed = [simulate_match(rules, 900 + i) for i, rules in enumerate(PRESETS.values())]
+    mixed += [simulate_match(preset("short"), 950 + i) for i in range(5)]
+    paths = [_awkward_file(tmp_path / "awkward.krec"), tmp_path / "mixed.krec"]
+    with KrecWriter.open(paths[1]) as writer:
+        for match in mixed[::2] + mixed[1::2]:
+            writer.write_match(match)
+    rows = {}
+    for count in (1, builders):
+        monkeypatch.setattr(pipeline, "BUILDERS", count)
+        with Store.open(str(tmp_path / f"{count}.duckdb")) as store:
+            for path in paths:
+                store.ingest_file(str(path), batch_matches=7)
+            rows[count] = {table: _table_rows(store, table) for table in TABLES}
+            rulesets = store.con.execute("SELECT count(DISTINCT preset) FROM matches").fetchall()
+    for table in TABLES:
+        assert rows[builders][table] == rows[1][table], table
+    assert rulesets[0][0] == len(PRESETS)
 
 
 def test_an_ingest_pauses_the_garbage_collector_and_leaves_it_as_it_was(tmp_path: Path) -> None:

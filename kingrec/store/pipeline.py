@@ -39,7 +39,13 @@ if TYPE_CHECKING:
 __all__ = ["BUILDERS", "WRITERS", "IngestPipeline", "Queues"]
 
 WRITERS = 2  # transactions in flight at once
-BUILDERS = 2  # threads building a batch's columns at once, a share each (off the GIL)
+# Threads building a batch's columns at once, a share of its records each, off the GIL. Two
+# were measured side by side with one (issue 17, a machine at load 10-12): the judged batch
+# waited half as long for its build (7.8-8.8 µs a deal, not 16-18) and an ingest in one
+# process took 0.90-0.96x the wall time, but `kingrec ingest` of the 2 M-deal file took more
+# system time (3.35 s, not 2.78 for main's) and its peak RSS rose from ~815 to 944 MiB,
+# close to the 1 GB bound. One, until a quiet machine says two pay (bench_floor.py).
+BUILDERS = 1
 
 
 @dataclass
