@@ -17,6 +17,7 @@ import duckdb
 import grpc
 import pytest
 
+from kingrec import _twins
 from kingrec.container import KrecWriter
 from kingrec.errors import StoreWriteAbortedError
 from kingrec.findings import Location
@@ -243,6 +244,21 @@ def test_a_batch_built_in_shares_stores_what_one_builder_stores_table_by_table(
     for table in TABLES:
         assert rows[builders][table] == rows[1][table], table
     assert rulesets[0][0] == len(PRESETS)
+
+
+def test_the_pipeline_tells_where_its_threads_waited(tmp_path: Path) -> None:
+    batches = [_batch(MATCHES[i : i + 6], f"b{i}") for i in range(0, 24, 6)]
+    with Store.open(str(tmp_path / "s.duckdb")) as store:
+        with pipeline.IngestPipeline(store) as piped:
+            for batch in batches:
+                piped.submit(batch)
+        queues = piped.queues
+        assert store.count("matches") == 24
+    assert queues.batches == 4
+    assert 0 <= queues.builder <= queues.preparing  # the build waited on is in the preparing
+    if _twins.ACTIVE.columns.BUILDS_WITHOUT_GIL:  # built in the builder thread, waited on
+        assert queues.builder > 0
+    assert queues.writing > 0 and queues.writer_slot >= 0 and queues.commit_order >= 0
 
 
 def test_an_ingest_pauses_the_garbage_collector_and_leaves_it_as_it_was(tmp_path: Path) -> None:

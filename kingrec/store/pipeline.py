@@ -3,10 +3,9 @@
 ``kingrec ingest`` (``Store.ingest_file``) and the server's Upload gateway both store through
 an ``IngestPipeline``: ``submit`` prepares a batch (the calling thread judges it while
 ``BUILDERS`` threads, off the GIL, build its Arrow tables, a share of its records each) and
-hands it to one of ``WRITERS``
-threads, each writing a transaction on a connection of its own: DuckDB lets go of the GIL
-while it appends, and while one transaction waits on the disk at its commit the next one
-appends.
+hands it to one of ``WRITERS`` threads, each writing a transaction on a connection of its
+own: DuckDB lets go of the GIL while it appends, and while one transaction waits on the
+disk at its commit the next one appends. ``queues`` tells where the threads waited.
 
 Transactions commit in the order their batches were submitted, and a batch commits only once
 every batch before it has: a batch is prepared against the ones still in flight (their
