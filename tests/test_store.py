@@ -158,8 +158,10 @@ def test_the_builders_replay_damaged_plays_and_revoke_marks_alike_under_every_ru
     ends = set(fast["deals"].column("ended").to_pylist())
     assert {"REVOKE", "UNREADABLE", "INCOMPLETE", "ALL_TRICKS", "EARLY"} <= ends, ends
     low, bits = next((low, bits) for name, low, bits in PACKED["play_code"] if name == "broke")
-    codes = fast["plays"].column("play_code").to_pylist()
-    broken = {VERDICTS[(code >> low & (1 << bits) - 1) - 1] for code in codes if code >> low & 15}
+    verdicts = {
+        code >> low & (1 << bits) - 1 for code in fast["plays"].column("play_code").to_pylist()
+    }
+    broken = {VERDICTS[verdict - 1] for verdict in verdicts if verdict}  # 0: a legal play
     assert {"NOT_IN_HAND", "MUST_FOLLOW_SUIT", "REVOKE_MARK_ON_LEGAL_PLAY"} <= broken, broken
 
 
