@@ -39,10 +39,10 @@ DEFAULT_FILE = Path("/work/bench-data/classic-100000.krec")
 BLOCK = 4 << 20
 
 
-def _sources(rev: str | None) -> dict[str, str]:
-    """The checker's source and every ``kingrec/*.pxd`` at ``rev``: a git revision, or a
-    folder holding a ``kingrec/`` of them (None: the working tree)."""
-    names = ["_fastcheck_c.pyx", *(p.name for p in (ROOT / "kingrec").glob("*.pxd"))]
+def _sources(rev: str | None, pyx: str = "_fastcheck_c.pyx") -> dict[str, str]:
+    """The source ``pyx`` (the checker's by default) and every ``kingrec/*.pxd`` at ``rev``:
+    a git revision, or a folder holding a ``kingrec/`` of them (None: the working tree)."""
+    names = [pyx, *(p.name for p in (ROOT / "kingrec").glob("*.pxd"))]
     out: dict[str, str] = {}
     for name in names:
         folder = ROOT if rev is None else Path(rev)
@@ -60,13 +60,14 @@ def _sources(rev: str | None) -> dict[str, str]:
     return out
 
 
-def build(rev: str | None, module: str, folder: Path) -> ModuleType:
-    """``_fastcheck_c`` of ``rev`` compiled as the top-level module ``module``."""
+def build(rev: str | None, module: str, folder: Path, pyx: str = "_fastcheck_c.pyx") -> ModuleType:
+    """``pyx`` (``_fastcheck_c``'s by default) of ``rev`` compiled as the top-level module
+    ``module``."""
     home = folder / module
     (home / "kingrec").mkdir(parents=True)
     (home / "kingrec" / "__init__.pxd").write_text("")
-    for name, text in _sources(rev).items():
-        if name == "_fastcheck_c.pyx":
+    for name, text in _sources(rev, pyx).items():
+        if name == pyx:
             (home / f"{module}.pyx").write_text(text)
         else:
             (home / "kingrec" / name).write_text(text)

@@ -20,6 +20,13 @@ load) and prints the ratio: ingest's wall time over the pipelined floor's (1.00:
 at the speed of DuckDB beneath it), and the same of CPU time. CPU is user + system of every
 thread (DuckDB appends on threads of its own); on a shared machine the CPU figures and the
 ratios are the ones to compare. Holding a file's batches takes ~20 MB per 1,000 matches.
+
+Last, the same ingest once more in this process, through ``IngestPipeline``, to show where
+its threads waited (``IngestPipeline.queues``, wall time per deal): the submitting thread
+preparing batches (and, of that, waiting for the builder thread) or waiting for a writer to
+be free, the writers appending, waiting on commit order, or idle for want of a batch. Idle
+writers mean DuckDB waits on the preparation; a submitting thread waiting for a writer
+means the preparation waits on DuckDB.
 """
 
 from __future__ import annotations
@@ -43,8 +50,8 @@ from kingrec import _twins
 from kingrec.fastcheck import checker_of
 from kingrec.store import Store
 from kingrec.store.ingest import WRITES, Prepared, new_builder, prepare_batch, write_prepared
-from kingrec.store.pipeline import WRITERS
-from kingrec.store.store import BATCH_MATCHES
+from kingrec.store.pipeline import WRITERS, IngestPipeline, Queues
+from kingrec.store.store import BATCH_MATCHES, _collector_paused
 
 OUT = Path(__file__).resolve().parent / "out"
 STEPS = [*WRITES, "COMMIT"]
@@ -118,6 +125,42 @@ def pipelined(prepared: list[Prepared], db: str) -> tuple[float, float]:
     return wall, used
 
 
+def queued(path: Path, db: str) -> tuple[Queues, float, float]:
+    """An ingest of ``path`` into a fresh store at ``db`` through the pipeline, in this
+    process (as ``Store.ingest_file`` runs it, the GC paused): where its threads waited
+    (``IngestPipeline.queues``), its wall and CPU seconds."""
+
+    def ingest() -> Queues:
+        with _collector_paused(), Store.open(db) as store:
+            with IngestPipeline(store) as pipeline:
+                for batch in batches(path, BATCH_MATCHES):
+                    pipeline.submit(batch)
+                    del batch
+            return pipeline.queues
+
+    return timed(ingest)
+
+
+def print_queues(queues: Queues, wall: float, used: float, deals: int) -> None:
+    """Where the in-process ingest's wall time went, per deal (µs): the submitting thread
+    (preparing, waiting for a writer) and the writers (busy, waiting on commit order, idle:
+    waiting for a prepared batch)."""
+    per = 1e6 / deals
+    idle = WRITERS * wall - queues.writing - queues.commit_order
+    rows = [
+        ("ingest in this process: wall / CPU", wall, used),
+        ("  submitting thread: preparing batches", queues.preparing, None),
+        ("    of which waiting for the builder thread", queues.builder, None),
+        ("  submitting thread: waiting for a free writer", queues.writer_slot, None),
+        (f"  {WRITERS} writers: appending + committing (summed)", queues.writing, None),
+        (f"  {WRITERS} writers: rows in, waiting on commit order", queues.commit_order, None),
+        (f"  {WRITERS} writers: idle, waiting for a batch", idle, None),
+    ]
+    for label, seconds, cpu_s in rows:
+        cpu_text = f"{cpu_s * per:>11.2f}" if cpu_s is not None else f"{'':>11}"
+        print(f"  {label:<52} {cpu_text} {seconds * per:>12.2f}")
+
+
 def main() -> None:
     refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -147,6 +190,7 @@ def main() -> None:
             steps, f_wall, f_cpu = floor(copies, str(Path(folder, "floor.duckdb")))
             p_wall, p_cpu = pipelined(prepared, str(Path(folder, "pipelined.duckdb")))
             del prepared, copies
+            queues, q_wall, q_cpu = queued(path, str(Path(folder, "queued.duckdb")))
         print(f"round {round_}: {path.name}, {deals} deals; load average {os.getloadavg()[0]:.1f}")
         print(f"  {'layer':<52} {'µs/deal CPU':>11} {'µs/deal wall':>12} {'k deals/s wall':>14}")
         rows = [
@@ -167,6 +211,7 @@ def main() -> None:
             f"{i_cpu / p_cpu:.2f}x the CPU (/ the floor one at a time: {i_wall / f_wall:.2f}x, "
             f"{i_cpu / f_cpu:.2f}x)"
         )
+        print_queues(queues, q_wall, q_cpu, deals)
         sys.stdout.flush()
 
 

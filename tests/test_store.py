@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -105,6 +106,63 @@ def test_the_compiled_and_python_builders_give_identical_tables() -> None:
                 row.pop(name, None)
         assert fast_rows == slow_rows, table
     assert fast["plays"].num_rows > 10_000
+
+
+def _damaged_plays(rng: random.Random, match: pb.Match) -> pb.Match:
+    """``match`` with the plays of its deals damaged at random: cards swapped (not held,
+    not following), a card repeated or recorded twice in a trick, a byte that is no card,
+    plays cut short or run on, and revoke marks at random plays, legal ones included."""
+    out = pb.Match()
+    out.CopyFrom(match)
+    for deal in out.deals:
+        plays = bytearray(deal.plays)
+        kind = rng.randrange(7)
+        if kind == 0 and len(plays) > 1:
+            i, j = rng.randrange(len(plays)), rng.randrange(len(plays))
+            plays[i], plays[j] = plays[j], plays[i]
+        elif kind == 1 and plays:
+            plays[rng.randrange(len(plays))] = rng.randrange(52)
+        elif kind == 2 and plays:
+            plays[rng.randrange(len(plays))] = rng.choice([52, 63, 64, 255])
+        elif kind == 3:
+            del plays[rng.randrange(len(plays) + 1) :]
+        elif kind == 4:
+            plays += bytes(rng.randrange(52) for _ in range(rng.randrange(1, 9)))
+        if rng.random() < 0.4 and plays:
+            deal.revoke_play = rng.randrange(len(plays) + 2)
+        deal.plays = bytes(plays)
+    return out
+
+
+@pytest.mark.skipif(_twins.COMPILED is None, reason="the compiled twins are not built")
+def test_the_builders_replay_damaged_plays_and_revoke_marks_alike_under_every_ruleset() -> None:
+    assert _twins.COMPILED is not None
+    rng = random.Random(2026)
+    compiled = _twins.COMPILED.columns.ColumnBuilder(_core_params)
+    python = _twins.PYTHON.columns.ColumnBuilder(_core_params)
+    rulesets = [*PRESETS.values(), *HOUSE.values()]
+    rulesets += [rules.replace(revoke=RevokeRule.PENALIZE) for rules in rulesets]
+    key = 0
+    for seed, rules in enumerate(rulesets):
+        for _ in range(3):
+            key += 1
+            payload = _damaged_plays(rng, simulate_match(rules, seed)).SerializeToString()
+            assert compiled.add(payload, key) >= 0
+            python.add(payload, key)
+    fast, slow = arrow_tables(compiled.take()), arrow_tables(python.take())
+    for table in ("deals", "tricks", "plays", "matches"):
+        fast_rows, slow_rows = fast[table].to_pylist(), slow[table].to_pylist()
+        for row in fast_rows + slow_rows:
+            row.pop("ruleset", None)  # indices into each builder's own list of rulesets
+        assert fast_rows == slow_rows, table
+    ends = set(fast["deals"].column("ended").to_pylist())
+    assert {"REVOKE", "UNREADABLE", "INCOMPLETE", "ALL_TRICKS", "EARLY"} <= ends, ends
+    low, bits = next((low, bits) for name, low, bits in PACKED["play_code"] if name == "broke")
+    verdicts = {
+        code >> low & (1 << bits) - 1 for code in fast["plays"].column("play_code").to_pylist()
+    }
+    broken = {VERDICTS[verdict - 1] for verdict in verdicts if verdict}  # 0: a legal play
+    assert {"NOT_IN_HAND", "MUST_FOLLOW_SUIT", "REVOKE_MARK_ON_LEGAL_PLAY"} <= broken, broken
 
 
 @pytest.mark.skipif(_twins.COMPILED is None, reason="the compiled twins are not built")

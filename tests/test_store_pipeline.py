@@ -17,11 +17,12 @@ import duckdb
 import grpc
 import pytest
 
+from kingrec import _twins
 from kingrec.container import KrecWriter
 from kingrec.errors import StoreWriteAbortedError
 from kingrec.findings import Location
 from kingrec.records import open_records
-from kingrec.rules import preset
+from kingrec.rules import PRESETS, preset
 from kingrec.simulate import simulate_match
 from kingrec.store import Store, pipeline
 from kingrec.store import ingest as ingest_module
@@ -187,10 +188,11 @@ def _table_rows(store: Store, table: str) -> list[str]:
 def test_a_pipelined_ingest_stores_what_one_batch_at_a_time_stores_table_by_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The pipeline builds each batch in its builder thread while the judge reads it, betting
-    # that the judge rejects none of the records not yet stored; where it does reject one,
-    # the batch is built again without it. Either way the store holds, in all its tables,
-    # what storing the same batches one by one (judge, then build, one thread) holds.
+    # The pipeline builds each batch in its builder threads (a share of the records each)
+    # while the judge reads it, betting that the judge rejects none of the records not yet
+    # stored; where it does reject one, the batch is built again without it. Either way the
+    # store holds, in all its tables, what storing the same batches one by one (judge, then
+    # build, one thread) holds.
     path = _awkward_file(tmp_path / "awkward.krec")
     built_in: list[str] = []
     columns = ingest_module._columns
@@ -206,7 +208,8 @@ def test_a_pipelined_ingest_stores_what_one_batch_at_a_time_stores_table_by_tabl
         assert (summary.rejected, summary.damaged) == (2, 1)
         want = {table: _table_rows(piped, table) for table in TABLES}
     builder_thread = [name for name in built_in if name.startswith("kingrec-ingest-builder")]
-    assert len(builder_thread) == 3  # every batch (of 15 readable records) built there first
+    # every batch (of 15 readable records) built there first, in a share per builder
+    assert len(builder_thread) == 3 * pipeline.BUILDERS
     assert len(built_in) - len(builder_thread) == 2  # the two with a rejected record again
     with Store.open(str(tmp_path / "one.duckdb")) as one, open_records(str(path)) as records:
         for batch in store_module._batches(records, 5):
@@ -214,6 +217,48 @@ def test_a_pipelined_ingest_stores_what_one_batch_at_a_time_stores_table_by_tabl
         for table in TABLES:
             assert _table_rows(one, table) == want[table], table
     assert len(want["matches"]) == 12 and len(want["damage"]) == 3
+
+
+@pytest.mark.parametrize("builders", [2, 3])
+def test_a_batch_built_in_shares_stores_what_one_builder_stores_table_by_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builders: int
+) -> None:
+    # Shares of a batch, each built on a builder of its own, are joined as one build: every
+    # share's rulesets after those before (the matches' indices shifted), rows in order. Mixed
+    # presets put several rulesets in every share; the awkward file puts rejected records,
+    # duplicates and damage among them.
+    mixed = [simulate_match(rules, 900 + i) for i, rules in enumerate(PRESETS.values())]
+    mixed += [simulate_match(preset("short"), 950 + i) for i in range(5)]
+    paths = [_awkward_file(tmp_path / "awkward.krec"), tmp_path / "mixed.krec"]
+    with KrecWriter.open(paths[1]) as writer:
+        for match in mixed[::2] + mixed[1::2]:
+            writer.write_match(match)
+    rows = {}
+    for count in (1, builders):
+        monkeypatch.setattr(pipeline, "BUILDERS", count)
+        with Store.open(str(tmp_path / f"{count}.duckdb")) as store:
+            for path in paths:
+                store.ingest_file(str(path), batch_matches=7)
+            rows[count] = {table: _table_rows(store, table) for table in TABLES}
+            rulesets = store.con.execute("SELECT count(DISTINCT preset) FROM matches").fetchall()
+    for table in TABLES:
+        assert rows[builders][table] == rows[1][table], table
+    assert rulesets[0][0] == len(PRESETS)
+
+
+def test_the_pipeline_tells_where_its_threads_waited(tmp_path: Path) -> None:
+    batches = [_batch(MATCHES[i : i + 6], f"b{i}") for i in range(0, 24, 6)]
+    with Store.open(str(tmp_path / "s.duckdb")) as store:
+        with pipeline.IngestPipeline(store) as piped:
+            for batch in batches:
+                piped.submit(batch)
+        queues = piped.queues
+        assert store.count("matches") == 24
+    assert queues.batches == 4
+    assert 0 <= queues.builder <= queues.preparing  # the build waited on is in the preparing
+    if _twins.ACTIVE.columns.BUILDS_WITHOUT_GIL:  # built in the builder thread, waited on
+        assert queues.builder > 0
+    assert queues.writing > 0 and queues.writer_slot >= 0 and queues.commit_order >= 0
 
 
 def test_an_ingest_pauses_the_garbage_collector_and_leaves_it_as_it_was(tmp_path: Path) -> None:

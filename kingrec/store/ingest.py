@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
@@ -108,6 +109,7 @@ class Prepared:
     stored: int  # records it stores
     hashes: dict[bytes, str] = field(default_factory=dict)  # stored content -> match id
     deals: int = 0  # deals it stores
+    builder_wait: float = 0.0  # wall seconds the judged batch waited for its build
 
     def release(self) -> None:
         """Let go of the tables (after the write, committed or not): their memory is then
@@ -140,32 +142,42 @@ def prepare_batch(
     pending: Sequence[Prepared] = (),
     builder: Any = None,
     helper: Executor | None = None,
+    parts: Sequence[Any] = (),
 ) -> Prepared:
     """Judge a batch and build its rows (nothing written). ``pending`` are batches prepared
     before and not yet committed: their records count as stored for duplicates and ids.
     ``builder`` (from ``new_builder``, same twins) is filled; a new one by default.
 
-    With a ``helper`` (an executor of one thread) and a compiled builder, the records not
-    stored yet are built there, off the GIL, while this thread judges them: on the bet that
-    the judge rejects none of them, which it seldom does (if it does, the batch is built
-    again without them, here, and the columns built there are dropped)."""
+    With a ``helper`` (an executor) and a compiled builder, the records not stored yet are
+    built there, off the GIL, while this thread judges them: on the bet that the judge
+    rejects none of them, which it seldom does (if it does, the batch is built again without
+    them, here, and the columns built there are dropped). With ``parts`` (builders of the
+    same twins, as many as the helper has threads) they are built in as many shares at once,
+    each a run of records on a builder of its own (the build takes longer than the judge:
+    on two cores the second share runs beside it, not after it); else on ``builder``."""
     twins = twins or _twins.ACTIVE
     builder = builder or new_builder(twins)
     hashes = [_key(p) for p in batch.payloads]
     stored_before = _existing(con, "content_hash", hashes)
     in_flight = {h: match_id for before in pending for h, match_id in before.hashes.items()}
-    building: Future[_Built] | None = None
+    building: list[Future[_Built]] = []
     if helper is not None and twins.columns.BUILDS_WITHOUT_GIL:
         guess = _unstored(hashes, stored_before, in_flight)
-        if guess:
-            building = helper.submit(_columns, batch, guess, _keys(guess, next_key), builder)
+        keys = _keys(guess, next_key)
+        for share, part in zip(_shares(guess, len(parts) or 1), parts or [builder], strict=False):
+            building.append(helper.submit(_columns, batch, share, keys, part))
     try:
         return _prepare(
             con, batch, next_key, twins, builder, hashes, stored_before, in_flight, building
         )
     finally:
-        if building is not None:  # the builder is free again only once its build is over
-            wait([building])
+        wait(building)  # a builder is free again only once its build is over
+
+
+def _shares(records: list[int], n: int) -> list[list[int]]:
+    """``records`` in at most ``n`` runs of (nearly) equal length, in order, none empty."""
+    size = -(-len(records) // n)
+    return [records[i : i + size] for i in range(0, len(records), size)] if records else []
 
 
 def _unstored(hashes: list[bytes], stored: set[Any], in_flight: dict[bytes, str]) -> list[int]:
@@ -193,7 +205,7 @@ def _prepare(
     hashes: list[bytes],
     stored_before: set[Any],
     in_flight: dict[bytes, str],
-    building: Future[_Built] | None,
+    building: list[Future[_Built]],
 ) -> Prepared:
     reports = _judge(batch, twins)
     verdicts: list[RecordVerdict | None] = [None] * len(batch.payloads)
@@ -216,10 +228,12 @@ def _prepare(
             seen.add(hashes[i])
             keep.append(i)
     keys = _keys(keep, next_key)
-    if building is not None and keep == _building_keep(building):
-        built = building.result()
+    waited = time.perf_counter()
+    if building and keep == _building_keep(building):
+        built = _joined([share.result() for share in building])
     else:  # none in flight, or built of other records: dropped (with its failure, if any)
         built = _columns(batch, keep, keys, builder)
+    waited = time.perf_counter() - waited if building else 0.0
     tables, rulesets = _with_twin(batch, keys, built)
     ids = tables["matches"].column("match_id").to_pylist()
     order = tables["matches"].column("match_key").to_pylist()
@@ -255,7 +269,7 @@ def _prepare(
             )
     batches = _batch_tables(batch, keep, keys, hashes, reports, tables, rulesets, damage)
     done = [v for v in verdicts if v is not None]
-    return Prepared(done, batches, len(keep), stored, batches["batch_deals"].num_rows)
+    return Prepared(done, batches, len(keep), stored, batches["batch_deals"].num_rows, waited)
 
 
 def _existing(con: duckdb.DuckDBPyConnection, column: str, values: Sequence[object]) -> set[Any]:
@@ -297,10 +311,42 @@ class _Built:
     later: list[int]  # records the compiled reader left to its twin (not in the tables)
 
 
-def _building_keep(building: Future[_Built]) -> list[int] | None:
-    """The records a build in flight is building (waits for it); None if it failed."""
-    wait([building])
-    return None if building.exception() is not None else building.result().keep
+def _building_keep(building: list[Future[_Built]]) -> list[int] | None:
+    """The records the builds in flight are building (waits for them); None if one failed."""
+    wait(building)
+    if any(share.exception() is not None for share in building):
+        return None
+    return [i for share in building for i in share.result().keep]
+
+
+def _joined(shares: list[_Built]) -> _Built:
+    """The shares of a batch built apart, as one build: each table the shares' tables one
+    after the other (chunks, uncopied), the rulesets of each after those before (its
+    matches' ``ruleset`` indices shifted past them)."""
+    if len(shares) == 1:
+        return shares[0]
+    pieces: dict[str, list[pa.Table]] = {name: [] for name in shares[0].tables}
+    rulesets: list[bytes] = []
+    for share in shares:
+        tables = dict(share.tables)
+        tables["matches"] = _rulesets_shifted(tables["matches"], len(rulesets))
+        for name, table in tables.items():
+            pieces[name].append(table)
+        rulesets += share.rulesets
+    return _Built(
+        [i for share in shares for i in share.keep],
+        {name: pa.concat_tables(tables) for name, tables in pieces.items()},
+        rulesets,
+        [i for share in shares for i in share.later],
+    )
+
+
+def _rulesets_shifted(matches: pa.Table, shift: int) -> pa.Table:
+    """``matches`` with its ``ruleset`` indices ``shift`` further on."""
+    if not shift:
+        return matches
+    moved = pa.compute.add(matches.column("ruleset"), pa.scalar(shift, pa.uint32()))
+    return matches.set_column(matches.schema.get_field_index("ruleset"), "ruleset", moved)
 
 
 def _columns(batch: Batch, keep: list[int], keys: dict[int, int], builder: Any) -> _Built:
@@ -329,12 +375,7 @@ def _with_twin(
         for i in later:
             fallback.add(batch.payloads[i], keys[i])
         more = arrow_tables(fallback.take())
-        shift = len(rulesets)
-        matches = more["matches"]
-        moved = pa.compute.add(matches.column("ruleset"), pa.scalar(shift, pa.uint32()))
-        more["matches"] = matches.set_column(
-            matches.schema.get_field_index("ruleset"), "ruleset", moved
-        )
+        more["matches"] = _rulesets_shifted(more["matches"], len(rulesets))
         rulesets += fallback.take_rulesets()
         tables = {name: pa.concat_tables([tables[name], more[name]]) for name in tables}
     return tables, rulesets
