@@ -2,7 +2,7 @@
 
     python bench/bench_service.py [--seconds 5] [--rounds 20] [--unary-seconds 10]
         [--viewers 100] [--rate 10,100] [--watch-seconds 10] [--watch-flush MS]
-        [--processes 2] [--upload 20000] [--calls 2000]
+        [--processes 2] [--upload 20000] [--calls 1000]
         [--only floor,validate,stream,watch,replay,upload,instructions]
 
 Starts ``kingrec serve --port 0`` over a fresh store, as a process of its own. The clients
@@ -80,7 +80,7 @@ from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
 from kingrec_cli.publish import live_requests
 from kingrec_service._pb.service_pb2_grpc import KingrecServiceStub
-from kingrec_service.server import SERVER_OPTIONS, ServiceConfig, create_server
+from kingrec_service.server import SERVER_OPTIONS, KingrecServer, ServiceConfig, create_server
 
 KINGREC = Path(sys.executable).parent / "kingrec"
 OUT = Path(__file__).resolve().parent / "out"
@@ -226,12 +226,12 @@ def serve_until_stopped(which: str) -> int:
     normally (so that valgrind writes its counts)."""
 
     async def run() -> None:
+        server: grpc.aio.Server | KingrecServer
         if which == "floor":
             server, port = await _floor_server()
         else:  # DuckDB's threads and checkpoints vary from run to run: not counted here
-            built, port = create_server(ServiceConfig())
-            await built.start()
-            server = built.grpc
+            server, port = create_server(ServiceConfig())
+            await server.start()
         print(f"serving on 127.0.0.1:{port}", flush=True)
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -259,34 +259,45 @@ def _counted_run(command: list[str], method: str, requests: list[bytes], calls: 
              f"--cachegrind-out-file={out}", *command],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if "serving on " not in line:
-            process.kill()
-            raise SystemExit(f"the server under valgrind did not start: {process.communicate()}")
-        address = line.split("serving on ")[1].split()[0]
-
-        async def drive() -> None:
-            channels = [grpc.aio.insecure_channel(address, OWN) for _ in range(16)]
-            stubs: list[grpc.aio.UnaryUnaryMultiCallable[bytes, bytes]] = [
-                c.unary_unary(method) for c in channels
-            ]
-
-            async def client(k: int) -> None:
-                for i in range(k, calls, len(stubs)):
-                    await stubs[k](requests[i % len(requests)])
-
-            await asyncio.gather(*(client(k) for k in range(len(stubs))))
-            for channel in channels:
-                await channel.close()
-
-        asyncio.run(drive())
-        process.terminate()
-        _, err = process.communicate(timeout=600)
+        try:
+            err = _served_under_valgrind(process, method, requests, calls)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
     refs = [ln for ln in err.splitlines() if "I refs:" in ln or "I   refs:" in ln]
     if not refs:
         raise SystemExit(f"no instruction count from valgrind: {err[-2000:]}")
     return int(refs[-1].split(":")[1].replace(",", ""))
+
+
+def _served_under_valgrind(
+    process: subprocess.Popen[str], method: str, requests: list[bytes], calls: int
+) -> str:
+    """``calls`` calls to the server ``process`` runs, then its stop: valgrind's report."""
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    if "serving on " not in line:
+        raise SystemExit(f"the server under valgrind did not start: {process.communicate()}")
+    address = line.split("serving on ")[1].split()[0]
+
+    async def drive() -> None:
+        channels = [grpc.aio.insecure_channel(address, OWN) for _ in range(16)]
+        stubs: list[grpc.aio.UnaryUnaryMultiCallable[bytes, bytes]] = [
+            c.unary_unary(method) for c in channels
+        ]
+
+        async def client(k: int) -> None:
+            for i in range(k, calls, len(stubs)):
+                await stubs[k](requests[i % len(requests)])
+
+        await asyncio.gather(*(client(k) for k in range(len(stubs))))
+        for channel in channels:
+            await channel.close()
+
+    asyncio.run(drive())
+    process.terminate()
+    return process.communicate(timeout=600)[1]
 
 
 async def bench_instructions(payloads: list[bytes], calls: int) -> None:
