@@ -87,9 +87,15 @@ def match_response(record: svc.Record) -> bytes | None:
     deals, match_id = verdict
     name = record.name
     frame = _frame_zero(name) if len(name) <= CACHED_NAME else _frame(name)
+    # ``_one_report`` and ``_fitting`` written out here: a busy server runs this with its
+    # caches cold, where each function called costs more than its work (service/README.md).
     report = clean_report_wire(match_id, frame.located, deals)
-    line = clean_line(match_id.decode("utf-8"), frame.place, deals)
-    return _fitting(_one_report(report, line), 1, name)
+    field = _REPORT + varint(len(report)) + report
+    text = clean_line(match_id.decode("utf-8"), frame.place, deals).encode("utf-8")
+    answer = b"".join(
+        (field, _REPORT_JSON, varint(len(text)), text, _VERDICT, varint(len(field)), field)
+    )
+    return answer if len(answer) <= VERDICT_BYTES else _fitting(answer, 1, name)
 
 
 def _judged_response(record: svc.Record) -> bytes:
