@@ -714,11 +714,11 @@ cdef class ColumnBuilder:
         cdef long flags = r.flags[contract]
         cdef core.PlayRules rules = core.play_rules(contract, trump, flags)
         cdef uint64_t held[4]
-        cdef uint64_t played = 0, tcards = 0, led = 0, trumps, bit, hand, legal, penalty
+        cdef uint64_t played = 0, tcards = 0, led = 0, bit, hand, legal, penalty
         cdef int trick[4]
         cdef int units[4]
         cdef int leader = <int>d.declarer, k = 0, ntricks = 0, end = core.END_PLAYING
-        cdef int revoker = -1, card, seat, code, top_led = 0, top_trump = -1, winner, won
+        cdef int revoker = -1, card, seat, code, winner, won
         cdef Py_ssize_t index, i, nout = 0, first = 0, consumed = 0
         cdef Py_ssize_t revoke_at = -1
         cdef uint64_t open_trick = put(F_TOOK, 7)  # took: 7 until the trick closes (_trick)
@@ -742,13 +742,11 @@ cdef class ColumnBuilder:
             code = core.LEGAL if hand & bit else core.NOT_IN_HAND
             if k == 0:
                 first = nout
-                legal = core.legal_cards(&rules, hand, bit, 0, 0, 0, -1, played, &code)
+                legal = core.legal_cards(&rules, hand, bit, 0, 0, 0, 0, played, &code)
             else:
-                trumps = tcards & rules.trump
-                top_led = core.high_card(tcards & led)
-                top_trump = core.high_card(trumps | 1) | -<int>(trumps == 0)  # -1: none
-                legal = core.legal_cards(&rules, hand, bit, k, led, top_led, top_trump,
-                                         played, &code)
+                # the trick's cards of the suit led and its trumps: the filters take their tops
+                legal = core.legal_cards(&rules, hand, bit, k, led, tcards & led,
+                                         tcards & rules.trump, played, &code)
             if index == revoke_at:  # the revoker scores the whole total, the rest nothing
                 end = core.END_REVOKE
                 revoker = seat
