@@ -596,12 +596,33 @@ cdef class ParSearch:
             return alpha >= 1
         return True
 
+    cdef inline uint64_t _follow_choices(self, uint64_t hero, uint64_t suit_mask,
+                                         uint64_t* asked) noexcept nogil:
+        """``_par_py.ParSearch._follow_choices``: the hero's cards to a trick led in
+        ``suit_mask`` for the exit ceilings; ``asked`` the card withholding may ask of it."""
+        cdef uint64_t mine = hero & suit_mask, choices = hero, tops = 0
+        cdef int k
+        asked[0] = 0
+        if mine:
+            if self.flags & F_WITHHOLDING and mine & self.penalty:
+                asked[0] = mine & self.penalty & (~(mine & self.penalty) + 1)
+            return mine
+        if self.flags & F_VOID_DISCARD:
+            if hero & self.penalty:
+                choices = hero & self.penalty
+            elif self.flags & F_RIFKI_HEART_AFTER_KING and hero & HEARTS_MASK:
+                choices = hero & HEARTS_MASK
+        for k in range(4):
+            if choices & SUIT[k]:
+                tops |= <uint64_t>1 << high_card(choices & SUIT[k])
+        return tops
+
     cdef int _exits_after_this_trick(self, const DealState* d, int most) noexcept nogil:
         """``_par_py.ParSearch._exits_after_this_trick``: a ceiling on the hero's units, or
         -1."""
-        cdef int seat = self.seat, suit, k, best, worst = 0, per_trick = -1, value
+        cdef int seat = self.seat, suit, best, worst = 0, per_trick = -1, value
         cdef uint64_t hero = d.held[seat], penalty = self.penalty, legal
-        cdef uint64_t mask, low, mine, choices, shed
+        cdef uint64_t mask, low, choices, asked
         cdef bint banned = (self.flags & F_HEART_LEAD_BAN) != 0 and not d.played & HEARTS_MASK
         cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0
         cdef uint64_t failing = failing_suits(hero, d.held[(seat + 1) & 3] | d.held[
@@ -627,21 +648,7 @@ cdef class ParSearch:
         for suit in range(4):
             if not legal & SUIT[suit]:
                 continue
-            mine = hero & SUIT[suit]
-            if mine:
-                choices = mine
-            else:
-                choices = hero
-                if self.flags & F_VOID_DISCARD:
-                    if hero & penalty:
-                        choices = hero & penalty
-                    elif self.flags & F_RIFKI_HEART_AFTER_KING and hero & HEARTS_MASK:
-                        choices = hero & HEARTS_MASK
-                shed = 0  # the top card of each suit it may shed
-                for k in range(4):
-                    if choices & SUIT[k]:
-                        shed |= <uint64_t>1 << high_card(choices & SUIT[k])
-                choices = shed
+            choices = self._follow_choices(hero, SUIT[suit], &asked)
             best = CANNOT
             mask = choices
             while mask:
@@ -651,10 +658,9 @@ cdef class ParSearch:
                                          failing)
                 if value < best:
                     best = value
-            if mine and self.flags & F_WITHHOLDING and mine & penalty:
-                low = mine & penalty & (~(mine & penalty) + 1)
-                value = self._exit_after(d, low, SUIT[suit], hero ^ low, most, per_trick, banned,
-                                         failing)
+            if asked:
+                value = self._exit_after(d, asked, SUIT[suit], hero ^ asked, most, per_trick,
+                                         banned, failing)
                 if value > best:
                     best = value
             if best >= CANNOT:
@@ -669,7 +675,7 @@ cdef class ParSearch:
         cdef int seat = self.seat, k, i, n = 0, per_trick = -1, on_table = 0, best, value
         cdef int place = (seat - d.leader) & 3
         cdef uint64_t hero = d.held[seat], penalty = self.penalty, others, failing
-        cdef uint64_t suit_mask = SUIT[SUIT_OF[d.trick[0]]], high, mine, choices, shed
+        cdef uint64_t suit_mask = SUIT[SUIT_OF[d.trick[0]]], high, choices, asked
         cdef uint64_t mask, low
         cdef uint64_t hands[3]
         cdef uint64_t to_come[3]
@@ -697,21 +703,7 @@ cdef class ParSearch:
         failing = failing_suits(hero, others, penalty, forced)
         if popcount(failing) > 13:
             return -1
-        mine = hero & suit_mask
-        if mine:
-            choices = mine
-        else:
-            choices = hero
-            if self.flags & F_VOID_DISCARD:
-                if hero & penalty:
-                    choices = hero & penalty
-                elif self.flags & F_RIFKI_HEART_AFTER_KING and hero & HEARTS_MASK:
-                    choices = hero & HEARTS_MASK
-            shed = 0  # the top card of each suit it may shed
-            for k in range(4):
-                if choices & SUIT[k]:
-                    shed |= <uint64_t>1 << high_card(choices & SUIT[k])
-            choices = shed
+        choices = self._follow_choices(hero, suit_mask, &asked)
         best = CANNOT
         mask = choices
         while mask:
@@ -721,9 +713,8 @@ cdef class ParSearch:
                                      suit_mask, high, failing, most, per_trick, banned)
             if value < best:
                 best = value
-        if mine and self.flags & F_WITHHOLDING and mine & penalty:
-            low = mine & penalty & (~(mine & penalty) + 1)
-            value = self._table_exit(low, hero ^ low, on_table, hands, others, to_come, n,
+        if asked:
+            value = self._table_exit(asked, hero ^ asked, on_table, hands, others, to_come, n,
                                      suit_mask, high, failing, most, per_trick, banned)
             if value > best:
                 best = value

@@ -437,6 +437,28 @@ class ParSearch:
             return alpha >= 1
         return True
 
+    def _follow_choices(self, hero: int, suit_mask: int) -> tuple[int, int]:
+        """The hero's cards to a trick led in ``suit_mask`` for the exit ceilings, and the card
+        withholding may ask of it (0 for none).
+
+        Following, any card of the suit; void, what a forced discard leaves it (its penalty
+        cards, or under rıfkı's heart-after-the-king a heart), of which the top card of each
+        suit is tried: shedding a lower one would keep a higher card, which ducks no better
+        (the proofs beside the two ceilings). Withholding may always ask for its lowest
+        penalty card of the suit, so that card's outcome binds whatever it chose."""
+        mine = hero & suit_mask
+        if mine:
+            withheld = self.flags & F_WITHHOLDING and mine & self.penalty
+            return mine, _lowest(mine & self.penalty) if withheld else 0
+        choices = hero
+        if self.flags & F_VOID_DISCARD:
+            if hero & self.penalty:
+                choices = hero & self.penalty
+            elif self.flags & F_RIFKI_HEART_AFTER_KING and hero & _HEARTS:
+                choices = hero & _HEARTS
+        tops = sum(1 << ((choices & m).bit_length() - 1) for m in SUIT_MASKS if choices & m)
+        return tops, 0
+
     def _exits_after_this_trick(self, deal: Deal, most: int) -> int:
         """Penalty contracts, at a trick boundary: a ceiling on the hero's units from here on
         when it may have to win the trick about to be played but then escapes every other
@@ -519,26 +541,12 @@ class ParSearch:
         for suit_mask in SUIT_MASKS:
             if not legal & suit_mask:
                 continue  # the leader cannot lead it
-            mine = hero & suit_mask
-            if mine:
-                choices = mine
-            else:
-                choices = hero
-                if self.flags & F_VOID_DISCARD:
-                    if hero & penalty:
-                        choices = hero & penalty
-                    elif self.flags & F_RIFKI_HEART_AFTER_KING and hero & _HEARTS:
-                        choices = hero & _HEARTS
-                # the top card of each suit it may shed
-                choices = sum(
-                    1 << ((choices & m).bit_length() - 1) for m in SUIT_MASKS if choices & m
-                )
+            choices, asked = self._follow_choices(hero, suit_mask)
             best = cannot
             for low in _cards_of(choices):
                 best = min(best, after(low, suit_mask, hero ^ low))
-            if mine and self.flags & F_WITHHOLDING and mine & penalty:
-                lowest = _lowest(mine & penalty)
-                best = max(best, after(lowest, suit_mask, hero ^ lowest))
+            if asked:
+                best = max(best, after(asked, suit_mask, hero ^ asked))
             if best >= cannot:
                 return -1
             worst = max(worst, best)
@@ -621,23 +629,12 @@ class ParSearch:
                 units += 1 if own & penalty else 0
             return min(units, most)
 
-        mine = hero & suit_mask
-        if mine:
-            choices = mine
-        else:
-            choices = hero
-            if self.flags & F_VOID_DISCARD:
-                if hero & penalty:
-                    choices = hero & penalty
-                elif self.flags & F_RIFKI_HEART_AFTER_KING and hero & _HEARTS:
-                    choices = hero & _HEARTS
-            choices = sum(1 << ((choices & m).bit_length() - 1) for m in SUIT_MASKS if choices & m)
+        choices, asked = self._follow_choices(hero, suit_mask)
         best = cannot
         for low in _cards_of(choices):
             best = min(best, after(low, hero ^ low, on_table))
-        if mine and self.flags & F_WITHHOLDING and mine & penalty:
-            lowest = _lowest(mine & penalty)
-            best = max(best, after(lowest, hero ^ lowest, on_table))
+        if asked:
+            best = max(best, after(asked, hero ^ asked, on_table))
         return best if best < cannot else -1
 
     def _this_trick(self, deal: Deal, most: int) -> tuple[int, int]:
