@@ -561,6 +561,14 @@ cdef class ParSearch:
             return alpha >= 1
         return True
 
+    cdef inline int _trick_units(self, const DealState* d) noexcept nogil:
+        """``_par_py.ParSearch._trick_units``."""
+        if self.contract == EL_ALMAZ:
+            return 1
+        if self.contract == SON_IKI:
+            return 1 if d.ntricks >= 11 else 0
+        return -1
+
     cdef inline uint64_t _follow_choices(self, uint64_t hero, uint64_t suit_mask,
                                          uint64_t* asked) noexcept nogil:
         """``_par_py.ParSearch._follow_choices``: the hero's cards to a trick led in
@@ -585,7 +593,7 @@ cdef class ParSearch:
     cdef int _exits_after_this_trick(self, const DealState* d, int most) noexcept nogil:
         """``_par_py.ParSearch._exits_after_this_trick``: a ceiling on the hero's units, or
         -1."""
-        cdef int seat = self.seat, suit, k, best, worst = 0, per_trick = -1, value
+        cdef int seat = self.seat, suit, k, best, worst = 0, per_trick, value
         cdef uint64_t hero = d.held[seat], penalty = self.penalty, legal
         cdef uint64_t mask, low, choices, asked
         cdef uint64_t hands[3]
@@ -598,10 +606,7 @@ cdef class ParSearch:
         failing = failing_suits(hero, others, penalty, forced)
         if popcount(failing) > 13:
             return -1  # _par_py: two suits failing
-        if self.contract == EL_ALMAZ:
-            per_trick = 1
-        elif self.contract == SON_IKI:
-            per_trick = 1 if d.ntricks >= 11 else 0
+        per_trick = self._trick_units(d)
         legal = deal_legal(d)
         if d.leader == seat:
             best = CANNOT
@@ -642,7 +647,7 @@ cdef class ParSearch:
     cdef int _exits_on_table(self, const DealState* d, int most, int alpha) noexcept nogil:
         """``_par_py.ParSearch._exits_after_the_trick_on_the_table``: a ceiling on the hero's
         units inside a trick, or -1."""
-        cdef int seat = self.seat, k, i, n = 0, per_trick = -1, on_table = 0, best, value
+        cdef int seat = self.seat, k, i, n = 0, per_trick, on_table = 0, best, value
         cdef int place = (seat - d.leader) & 3
         cdef uint64_t hero = d.held[seat], penalty = self.penalty, others, failing
         cdef uint64_t suit_mask = SUIT[SUIT_OF[d.trick[0]]], high, choices, asked
@@ -651,10 +656,7 @@ cdef class ParSearch:
         cdef uint64_t to_come[3]
         cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0
         cdef bint banned = (self.flags & F_HEART_LEAD_BAN) != 0 and not d.played & HEARTS_MASK
-        if self.contract == EL_ALMAZ:
-            per_trick = 1
-        elif self.contract == SON_IKI:
-            per_trick = 1 if d.ntricks >= 11 else 0
+        per_trick = self._trick_units(d)
         for i in range(d.ntrick):
             if penalty >> d.trick[i] & 1:
                 on_table += 1

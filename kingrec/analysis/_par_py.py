@@ -454,6 +454,16 @@ class ParSearch:
             return alpha >= 1
         return True
 
+    def _trick_units(self, deal: Deal) -> int:
+        """The units of the trick about to be played or on the table when the trick itself
+        is the unit: one in el almaz, one in son iki's last two tricks, none in its first
+        eleven; -1 in the others (its penalty cards are)."""
+        if self.contract == Contract.EL_ALMAZ:
+            return 1
+        if self.contract == Contract.SON_IKI:
+            return 1 if len(deal.winners) >= 11 else 0
+        return -1
+
     def _exit_after(
         self,
         card: int,
@@ -549,13 +559,7 @@ class ParSearch:
         hands = [held[(seat + k) % 4] for k in (1, 2, 3)]
         others = hands[0] | hands[1] | hands[2]
         forced = bool(self.flags & (F_WITHHOLDING | F_VOID_DISCARD))
-        contract = self.contract
-        if contract == Contract.EL_ALMAZ:
-            per_trick = 1
-        elif contract == Contract.SON_IKI:
-            per_trick = 1 if len(deal.winners) >= 11 else 0
-        else:
-            per_trick = -1  # the units are the penalty cards in the trick
+        per_trick = self._trick_units(deal)
         banned = bool(self.flags & F_HEART_LEAD_BAN) and not deal.played & _HEARTS
 
         # Each suit's test of _ducks_all reads that suit alone, and r leaves one suit: with
@@ -619,13 +623,7 @@ class ParSearch:
         the hero: with the hero to play, or its card out, it cost more than it saved,
         measured.)"""
         seat, held, penalty, trick = self.seat, deal.held, self.penalty, deal.trick
-        contract = self.contract
-        if contract == Contract.EL_ALMAZ:
-            per_trick = 1
-        elif contract == Contract.SON_IKI:
-            per_trick = 1 if len(deal.winners) >= 11 else 0
-        else:
-            per_trick = -1
+        per_trick = self._trick_units(deal)
         on_table = sum(1 for card in trick if penalty >> card & 1)
         if (per_trick if per_trick >= 0 else on_table) > alpha:
             return -1
