@@ -569,45 +569,19 @@ cdef class ParSearch:
         read[0] |= suit_mask
         return True
 
-    cdef int _exit_after(self, const DealState* d, uint64_t card, uint64_t suit_mask,
-                         uint64_t rest, int most, int per_trick, bint banned,
-                         uint64_t failing) noexcept nogil:
-        """``_par_py.ParSearch._exits_after_this_trick``'s ``after``: the hero's units at most,
-        holding ``rest`` once it plays ``card`` to a trick led in ``suit_mask`` (CANNOT: the
-        bound says nothing)."""
-        cdef int seat = self.seat, k, units
-        cdef uint64_t hands[3]
-        cdef uint64_t penalty = self.penalty, own, read
-        cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0, loses
-        for k in range(3):
-            hands[k] = d.held[(seat + 1 + k) & 3]
-        if failing and not failing & card:
-            return CANNOT  # _par_py: a suit failing that r is not of
-        if not ducks_all(rest, hands, penalty, forced, &read):
-            return CANNOT
-        loses = not card & suit_mask
-        for k in range(3):
-            own = hands[k] & suit_mask
-            if own & (~own + 1) > card:
-                loses = True
-        if loses:
-            return 0  # it loses this trick, and every one after
-        if not leads_a_loser(rest, hands, penalty, forced, suit_mask, banned):
-            return CANNOT
-        if per_trick >= 0:
-            return per_trick
-        units = 1 if card & penalty else 0
-        for k in range(3):
-            own = hands[k] & suit_mask if hands[k] & suit_mask else hands[k]
-            if own & penalty:
-                units += 1
-        return units if units < most else most
-
     cdef inline bint _exits_pay(self, const DealState* d, int alpha) noexcept nogil:
         """``_par_py.ParSearch._exits_pay``."""
         if self.contract == EL_ALMAZ or (self.contract == SON_IKI and d.ntricks >= 11):
             return alpha >= 1
         return True
+
+    cdef inline int _trick_units(self, const DealState* d) noexcept nogil:
+        """``_par_py.ParSearch._trick_units``."""
+        if self.contract == EL_ALMAZ:
+            return 1
+        if self.contract == SON_IKI:
+            return 1 if d.ntricks >= 11 else 0
+        return -1
 
     cdef inline uint64_t _follow_choices(self, uint64_t hero, uint64_t suit_mask,
                                          uint64_t* asked) noexcept nogil:
@@ -633,23 +607,19 @@ cdef class ParSearch:
     cdef int _exits_after_this_trick(self, const DealState* d, int most) noexcept nogil:
         """``_par_py.ParSearch._exits_after_this_trick``: a ceiling on the hero's units, or
         -1."""
-        cdef int seat = self.seat, suit, best, worst = 0, per_trick = -1, value
+        cdef int seat = self.seat, suit, k, best, worst = 0, per_trick, value
         cdef uint64_t hero = d.held[seat], penalty = self.penalty, legal
         cdef uint64_t mask, low, choices, asked
+        cdef uint64_t hands[3]
         cdef bint banned = (self.flags & F_HEART_LEAD_BAN) != 0 and not d.played & HEARTS_MASK
         cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0
-        cdef uint64_t hands[3]
         cdef uint64_t failing
-        cdef int k
         for k in range(3):
             hands[k] = d.held[(seat + 1 + k) & 3]
         failing = failing_suits(hero, hands, penalty, forced)
         if popcount(failing) > 13:
             return -1  # _par_py: two suits failing
-        if self.contract == EL_ALMAZ:
-            per_trick = 1
-        elif self.contract == SON_IKI:
-            per_trick = 1 if d.ntricks >= 11 else 0
+        per_trick = self._trick_units(d)
         legal = deal_legal(d)
         if d.leader == seat:
             best = CANNOT
@@ -657,8 +627,9 @@ cdef class ParSearch:
             while mask:
                 low = mask & (~mask + 1)
                 mask ^= low
-                value = self._exit_after(d, low, SUIT[SUIT_OF[low_card(low)]], hero ^ low, most,
-                                         per_trick, banned, failing)
+                value = self._exit_after(low, hero ^ low, 0, hands, hands, 3,
+                                         SUIT[SUIT_OF[low_card(low)]], 0, failing, most,
+                                         per_trick, banned)
                 if value < best:
                     best = value
             return best if best < CANNOT else -1
@@ -671,13 +642,13 @@ cdef class ParSearch:
             while mask:
                 low = mask & (~mask + 1)
                 mask ^= low
-                value = self._exit_after(d, low, SUIT[suit], hero ^ low, most, per_trick, banned,
-                                         failing)
+                value = self._exit_after(low, hero ^ low, 0, hands, hands, 3, SUIT[suit],
+                                         0, failing, most, per_trick, banned)
                 if value < best:
                     best = value
             if asked:
-                value = self._exit_after(d, asked, SUIT[suit], hero ^ asked, most, per_trick,
-                                         banned, failing)
+                value = self._exit_after(asked, hero ^ asked, 0, hands, hands, 3,
+                                         SUIT[suit], 0, failing, most, per_trick, banned)
                 if value > best:
                     best = value
             if best >= CANNOT:
@@ -689,7 +660,7 @@ cdef class ParSearch:
     cdef int _exits_on_table(self, const DealState* d, int most, int alpha) noexcept nogil:
         """``_par_py.ParSearch._exits_after_the_trick_on_the_table``: a ceiling on the hero's
         units inside a trick, or -1."""
-        cdef int seat = self.seat, k, i, n = 0, per_trick = -1, on_table = 0, best, value
+        cdef int seat = self.seat, k, i, n = 0, per_trick, on_table = 0, best, value
         cdef int place = (seat - d.leader) & 3
         cdef uint64_t hero = d.held[seat], penalty = self.penalty, failing
         cdef uint64_t suit_mask = SUIT[SUIT_OF[d.trick[0]]], high, choices, asked
@@ -698,10 +669,7 @@ cdef class ParSearch:
         cdef uint64_t to_come[3]
         cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0
         cdef bint banned = (self.flags & F_HEART_LEAD_BAN) != 0 and not d.played & HEARTS_MASK
-        if self.contract == EL_ALMAZ:
-            per_trick = 1
-        elif self.contract == SON_IKI:
-            per_trick = 1 if d.ntricks >= 11 else 0
+        per_trick = self._trick_units(d)
         for i in range(d.ntrick):
             if penalty >> d.trick[i] & 1:
                 on_table += 1
@@ -725,22 +693,23 @@ cdef class ParSearch:
         while mask:
             low = mask & (~mask + 1)
             mask ^= low
-            value = self._table_exit(low, hero ^ low, on_table, hands, to_come, n,
+            value = self._exit_after(low, hero ^ low, on_table, hands, to_come, n,
                                      suit_mask, high, failing, most, per_trick, banned)
             if value < best:
                 best = value
         if asked:
-            value = self._table_exit(asked, hero ^ asked, on_table, hands, to_come, n,
+            value = self._exit_after(asked, hero ^ asked, on_table, hands, to_come, n,
                                      suit_mask, high, failing, most, per_trick, banned)
             if value > best:
                 best = value
         return best if best < CANNOT else -1
 
-    cdef int _table_exit(self, uint64_t card, uint64_t rest, int units, const uint64_t* hands,
+    cdef int _exit_after(self, uint64_t card, uint64_t rest, int units, const uint64_t* hands,
                          const uint64_t* to_come, int n, uint64_t suit_mask,
                          uint64_t high, uint64_t failing, int most, int per_trick,
                          bint banned) noexcept nogil:
-        """``_par_py.ParSearch._exits_after_the_trick_on_the_table``'s ``after``."""
+        """``_par_py.ParSearch._exit_after`` (``n`` hands in ``to_come``; CANNOT: the bound
+        says nothing)."""
         cdef int k
         cdef uint64_t own, read, penalty = self.penalty
         cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0

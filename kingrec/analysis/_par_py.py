@@ -21,7 +21,8 @@ it fast, and none of it changes a value:
   all the others' cards of its suit wins no trick left (0), and one whose every card is
   above them all, holding every suit they could lead to it, wins every trick and unit left;
   one that can duck every lead (its i-th lowest card of each suit below the others' i-th
-  lowest) wins none either (``_ducks_every_lead``); one whose every card is above them
+  lowest, as often as the suit can still be led) wins none either (``_ducks_every_lead``);
+  one whose every card is above them
   all, with another seat on lead free to lead one of its suits, wins every trick and unit
   left (``_led_into_tops``); one that may have to win the trick about to be played but can
   then lead a loser and duck every lead takes that trick's units at most
@@ -53,7 +54,7 @@ and the same node counts as long as its pool of at most 2**20 entries has not ha
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._engine_py import Deal, _highest_of_suit, trick_winner
 from .._engine_types import (
@@ -123,6 +124,22 @@ def _cards_of(mask: int) -> Iterator[int]:
 def _suit_mask_of(card: int) -> int:
     """The suit mask of a one-bit card mask."""
     return SUIT_MASKS[(card.bit_length() - 1) // 13]
+
+
+_CANNOT = 99  # an exit ceiling's answer for a card it says nothing of
+
+
+class _Exits(NamedTuple):
+    """What the exit ceilings read once a node: the other three's hands (from the hero's
+    left), the hero's suits failing ``_ducks_all``, the units of a trick when the trick is
+    the unit (-1: its penalty cards), whether hearts may not be led yet, and the most the
+    hero can still take."""
+
+    hands: Sequence[int]
+    failing: int
+    per_trick: int
+    banned: bool
+    most: int
 
 
 def _lowest(cards: int) -> int:
@@ -442,6 +459,54 @@ class ParSearch:
             return alpha >= 1
         return True
 
+    def _trick_units(self, deal: Deal) -> int:
+        """The units of the trick about to be played or on the table when the trick itself
+        is the unit: one in el almaz, one in son iki's last two tricks, none in its first
+        eleven; -1 in the others (its penalty cards are)."""
+        if self.contract == Contract.EL_ALMAZ:
+            return 1
+        if self.contract == Contract.SON_IKI:
+            return 1 if len(deal.winners) >= 11 else 0
+        return -1
+
+    def _exit_after(
+        self,
+        card: int,
+        rest: int,
+        units: int,
+        suit_mask: int,
+        high: int,
+        to_come: Sequence[int],
+        exits: _Exits,
+    ) -> int:
+        """The exit ceilings' answer for one card of the hero's: its units from here on at
+        most, holding ``rest`` once ``card`` (a mask) is its card to a trick led in
+        ``suit_mask``, ``high`` the highest card of the suit on the table (0: none),
+        ``to_come`` the hands still to play to the trick but the hero's, ``units`` the
+        penalty cards on the table; ``_CANNOT`` when the bound says nothing (the proofs are
+        with ``_exits_after_this_trick`` and ``_exits_after_the_trick_on_the_table``)."""
+        penalty = self.penalty
+        forced = bool(self.flags & (F_WITHHOLDING | F_VOID_DISCARD))
+        if exits.failing and not exits.failing & card:
+            return _CANNOT  # a suit failing that the card is not of
+        if _ducks_all(rest, exits.hands, penalty, forced) < 0:
+            return _CANNOT
+        if (
+            not card & suit_mask
+            or card < high
+            or any(_lowest(hand & suit_mask) > card for hand in to_come)
+        ):
+            return 0  # it loses this trick, and every one after
+        if not _leads_a_loser(rest, exits.hands, penalty, forced, suit_mask, exits.banned):
+            return _CANNOT
+        if exits.per_trick >= 0:
+            return exits.per_trick
+        units += 1 if card & penalty else 0
+        for hand in to_come:
+            own = hand & suit_mask if hand & suit_mask else hand
+            units += 1 if own & penalty else 0
+        return min(units, exits.most)
+
     def _follow_choices(self, hero: int, suit_mask: int) -> tuple[int, int]:
         """The hero's cards to a trick led in ``suit_mask`` for the exit ceilings, and the card
         withholding may ask of it (0 for none).
@@ -498,15 +563,8 @@ class ParSearch:
         hero = held[seat]
         hands = [held[(seat + k) % 4] for k in (1, 2, 3)]
         forced = bool(self.flags & (F_WITHHOLDING | F_VOID_DISCARD))
-        contract = self.contract
-        if contract == Contract.EL_ALMAZ:
-            per_trick = 1
-        elif contract == Contract.SON_IKI:
-            per_trick = 1 if len(deal.winners) >= 11 else 0
-        else:
-            per_trick = -1  # the units are the penalty cards in the trick
+        per_trick = self._trick_units(deal)
         banned = bool(self.flags & F_HEART_LEAD_BAN) and not deal.played & _HEARTS
-        cannot = 99  # the bound says nothing for this card
 
         # Each suit's test of _ducks_all reads that suit alone, and r leaves one suit: with
         # two suits failing nothing passes, and with one only a card of it can (a shortcut
@@ -514,44 +572,29 @@ class ParSearch:
         failing = _failing_suits(hero, hands, penalty, forced)
         if failing.bit_count() > 13:
             return -1
+        exits = _Exits(hands, failing, per_trick, banned, most)
 
         def after(card: int, suit_mask: int, rest: int) -> int:
-            """The hero's units from here on at most, holding ``rest`` once it plays ``card``
-            (a mask) to a trick led in ``suit_mask``."""
-            if failing and not failing & card:
-                return cannot
-            if _ducks_all(rest, hands, penalty, forced) < 0:
-                return cannot
-            if not card & suit_mask or any(_lowest(hand & suit_mask) > card for hand in hands):
-                return 0  # it loses this trick, and every one after
-            if not _leads_a_loser(rest, hands, penalty, forced, suit_mask, banned):
-                return cannot
-            if per_trick >= 0:
-                return per_trick
-            units = 1 if card & penalty else 0
-            for hand in hands:
-                own = hand & suit_mask if hand & suit_mask else hand
-                units += 1 if own & penalty else 0
-            return min(units, most)
+            return self._exit_after(card, rest, 0, suit_mask, 0, hands, exits)
 
         legal = deal.legal()
         if deal.leader == seat:
-            best = cannot
+            best = _CANNOT
             for low in _cards_of(legal):
                 suit_mask = _suit_mask_of(low)
                 best = min(best, after(low, suit_mask, hero ^ low))
-            return best if best < cannot else -1
+            return best if best < _CANNOT else -1
         worst = 0
         for suit_mask in SUIT_MASKS:
             if not legal & suit_mask:
                 continue  # the leader cannot lead it
             choices, asked = self._follow_choices(hero, suit_mask)
-            best = cannot
+            best = _CANNOT
             for low in _cards_of(choices):
                 best = min(best, after(low, suit_mask, hero ^ low))
             if asked:
                 best = max(best, after(asked, suit_mask, hero ^ asked))
-            if best >= cannot:
+            if best >= _CANNOT:
                 return -1
             worst = max(worst, best)
         return worst
@@ -584,13 +627,7 @@ class ParSearch:
         the hero: with the hero to play, or its card out, it cost more than it saved,
         measured.)"""
         seat, held, penalty, trick = self.seat, deal.held, self.penalty, deal.trick
-        contract = self.contract
-        if contract == Contract.EL_ALMAZ:
-            per_trick = 1
-        elif contract == Contract.SON_IKI:
-            per_trick = 1 if len(deal.winners) >= 11 else 0
-        else:
-            per_trick = -1
+        per_trick = self._trick_units(deal)
         on_table = sum(1 for card in trick if penalty >> card & 1)
         if (per_trick if per_trick >= 0 else on_table) > alpha:
             return -1
@@ -607,38 +644,19 @@ class ParSearch:
         if failing.bit_count() > 13:
             return -1
         banned = bool(self.flags & F_HEART_LEAD_BAN) and not deal.played & _HEARTS
-        cannot = 99
+
+        exits = _Exits(hands, failing, per_trick, banned, most)
 
         def after(card: int, rest: int, units: int) -> int:
-            """The hero's units at most, holding ``rest`` once ``card`` is its card to the
-            trick, ``units`` the penalty cards on the table but its own."""
-            if failing and not failing & card:
-                return cannot
-            if _ducks_all(rest, hands, penalty, forced) < 0:
-                return cannot
-            if (
-                not card & suit_mask
-                or card < high
-                or any(_lowest(hand & suit_mask) > card for hand in to_come)
-            ):
-                return 0  # it loses this trick, and every one after
-            if not _leads_a_loser(rest, hands, penalty, forced, suit_mask, banned):
-                return cannot
-            if per_trick >= 0:
-                return per_trick
-            units += 1 if card & penalty else 0
-            for hand in to_come:
-                own = hand & suit_mask if hand & suit_mask else hand
-                units += 1 if own & penalty else 0
-            return min(units, most)
+            return self._exit_after(card, rest, units, suit_mask, high, to_come, exits)
 
         choices, asked = self._follow_choices(hero, suit_mask)
-        best = cannot
+        best = _CANNOT
         for low in _cards_of(choices):
             best = min(best, after(low, hero ^ low, on_table))
         if asked:
             best = max(best, after(asked, hero ^ asked, on_table))
-        return best if best < cannot else -1
+        return best if best < _CANNOT else -1
 
     def _this_trick(self, deal: Deal, most: int) -> tuple[int, int]:
         """Penalty contracts, at a trick boundary: a floor and a ceiling on the hero's units
