@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
+import inspect
 import json
 import sys
 import time
@@ -123,7 +124,9 @@ class CensusSearch(REFERENCE.ParSearch):  # type: ignore[name-defined,misc]
         hands = [held[(seat + k) % 4] for k in (1, 2, 3)]
         others = hands[0] | hands[1] | hands[2]
         forced = bool(self.flags & (REFERENCE.F_WITHHOLDING | REFERENCE.F_VOID_DISCARD))
-        failing = REFERENCE._failing_suits(hero, others, penalty, forced)
+        # main's twin pooled the three's cards; this tree's takes their hands
+        pooled = "others" in inspect.signature(REFERENCE._failing_suits).parameters
+        failing = REFERENCE._failing_suits(hero, others if pooled else hands, penalty, forced)
         most = self._units_in_play(deal)
         _floor, this_ceiling = self._this_trick(deal, most)
         exits = self._exits_after_this_trick(deal, most)
@@ -178,7 +181,10 @@ def census(deals: int, seed: int, trick: int, out: Path, node_limit: int, exact:
             trump = engine_trump(deal)
             solver = Solver(contract, trump, flags, Budget(nodes=node_limit), twin=module)
             began = time.process_time()
-            result = deal_par(deal, CLASSIC, at_play=at_play, solver=solver)
+            try:
+                result = deal_par(deal, CLASSIC, at_play=at_play, solver=solver)
+            except ValueError:
+                continue  # the deal ended (early) before that trick
             search = solver._search
             assert isinstance(search, CensusSearch)
             exact_search = compiled.ParSearch(contract, trump, flags)
