@@ -1291,18 +1291,20 @@ def _suit_ducks(mine: int, theirs: Sequence[int], penalty: int, forced: bool) ->
     trick, and sheds the top card of a suit when void in the suit led. Each step keeps the
     test for the new l' (at most l - 1: each longest holder plays a card of S): if the
     highest card so far is o_j with j <= l, the hero holds j or more of its l lowest below
-    it and plays h_m, m >= j, and for i < l the new i-th card is h_i (i < m) or h_{i+1},
-    below the new i-th of the others' (o_j is gone, so that is at least o_{i+1}); if j > l,
-    it plays h_l (below o_l < o_j) and keeps h_1 .. h_{l-1} under o_1 .. o_{l-1}. A card of
-    the others' leaving only moves their rest up; a top card of the hero's leaving moves
-    nothing. When the rules choose the hero's card (withholding: a penalty card below the
-    highest on the trick; void discard: a penalty card, or in rıfkı a heart, which the hero
-    picks from the top) they take that same card, or one above its l lowest (which leaves
-    them as they were), unless one of its penalty cards lies below one of its other cards
-    of the suit: such a suit must have every card of the hero's below every one of the
-    others' (o1 above h_top), which any card leaving keeps. Neither rule can put a penalty
-    card below another card again, so the test holds for every trick left. (With l the
-    three's cards of S together, it is the test against one hand holding them all.)"""
+    it and plays h_m, m >= j (holding fewer cards of S, all lie below it, and it plays its
+    top one, which keeps the rest paired), and for i < l the new i-th card is h_i (i < m)
+    or h_{i+1}, below the new i-th of the others' (o_j is gone, so that is at least
+    o_{i+1}); if j > l, it plays h_l (below o_l < o_j) and keeps h_1 .. h_{l-1} under
+    o_1 .. o_{l-1}. A card of the others' leaving only moves their rest up (and l down); a
+    top card of the hero's leaving moves nothing. When the rules choose the hero's card
+    (withholding: a penalty card below the highest on the trick; void discard: a penalty
+    card, or in rıfkı a heart, which the hero picks from the top) they take that same card,
+    or one above its l lowest (which leaves them as they were), unless one of its penalty
+    cards lies below one of its other cards of the suit: such a suit must have every card
+    of the hero's below every one of the others' (o1 above h_top), which any card leaving
+    keeps. Neither rule can put a penalty card below another card again, so the test holds
+    for every trick left. (With l the three's cards of S together, it is the test against
+    one hand holding them all.)"""
     a, b, c = theirs[0], theirs[1], theirs[2]
     others = a | b | c
     exposed = mine & penalty and mine & ~penalty > _lowest(mine & penalty)
