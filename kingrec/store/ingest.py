@@ -91,7 +91,8 @@ def _judge(batch: Batch, twins: _twins.Twins) -> list[MatchReport | Damage | Non
     if checker is not None:
         dirty = []
         for start in range(0, len(payloads), CHECK_CHUNK):
-            found = checker.check_run(payloads[start : start + CHECK_CHUNK])[2]
+            # Unkeyed: the store's identity of a record is its sha256 (``_key``), taken once.
+            found = checker.check_run(payloads[start : start + CHECK_CHUNK], False)[2]
             dirty += [start + i for i in found]
     reports: list[MatchReport | Damage | None] = [None] * len(batch.payloads)
     for i in dirty:
