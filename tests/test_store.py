@@ -396,6 +396,38 @@ def test_a_different_record_under_a_known_id_is_stored_and_flagged(tmp_path: Pat
         assert store.get_match(match.match_id) == match.SerializeToString(deterministic=True)
 
 
+def test_ids_reused_within_a_batch_are_flagged_after_the_first_and_repeats_are_duplicates(
+    tmp_path: Path,
+) -> None:
+    known, fresh = simulate_match(preset("short"), 1), simulate_match(preset("short"), 2)
+
+    def at(match: pb.Match, site: str) -> pb.Match:
+        out = pb.Match()
+        out.CopyFrom(match)
+        out.metadata.site = site
+        return out
+
+    batch = [
+        fresh,
+        at(known, "b"),  # the id stored before: flagged
+        at(fresh, "c"),  # the id met above in this batch: flagged
+        fresh,  # the same record again: a duplicate
+        at(fresh, "c"),  # and again
+        simulate_match(preset("short"), 3),
+    ]
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        store.ingest_matches([known], source="a")
+        verdicts = store.ingest_matches(batch, source="b")
+        assert [v.status for v in verdicts] == ["stored"] * 3 + ["duplicate"] * 2 + ["stored"]
+        assert [v.match_id for v in verdicts] == [m.match_id for m in batch]
+        codes = [[f.code for f in v.report.findings] if v.report else None for v in verdicts]
+        assert codes == [[], ["MATCH_ID_REUSED"], ["MATCH_ID_REUSED"], None, None, []]
+        rows = _rows(store, "SELECT id_reused, warnings, valid FROM matches ORDER BY match_key")
+        assert rows == [(False, 0, True), (False, 0, True)] + [(True, 1, True)] * 2 + [
+            (False, 0, True)
+        ]
+
+
 def test_rows_carry_what_the_questions_need(tmp_path: Path) -> None:
     match = simulate_match(preset("classic"), 12)
     with Store.open(str(tmp_path / "k.duckdb")) as store:
