@@ -144,6 +144,7 @@ def prepare_batch(
     builder: Any = None,
     helper: Executor | None = None,
     parts: Sequence[Any] = (),
+    all_new: bool = False,
 ) -> Prepared:
     """Judge a batch and build its rows (nothing written). ``pending`` are batches prepared
     before and not yet committed: their records count as stored for duplicates and ids.
@@ -155,19 +156,30 @@ def prepare_batch(
     them, here, and the columns built there are dropped). With ``parts`` (builders of the
     same twins, as many as the helper has threads) they are built in as many shares at once,
     each a run of records on a builder of its own (the build takes longer than the judge:
-    on two cores the second share runs beside it, not after it); else on ``builder``."""
+    on two cores the second share runs beside it, not after it); else on ``builder``.
+
+    With ``all_new`` the bet is bigger: that every record is new too (none stored, in flight
+    or repeated: a file's first ingest), so the build starts before the records are keyed
+    (sha256) and looked up, and the keying runs beside it, not before it."""
     twins = twins or _twins.ACTIVE
     builder = builder or new_builder(twins)
-    hashes = [_key(p) for p in batch.payloads]
-    stored_before = _existing(con, "content_hash", hashes)
-    in_flight = {h: match_id for before in pending for h, match_id in before.hashes.items()}
     building: list[Future[_Built]] = []
-    if helper is not None and twins.columns.BUILDS_WITHOUT_GIL:
-        guess = _unstored(hashes, stored_before, in_flight)
+    builds = helper is not None and twins.columns.BUILDS_WITHOUT_GIL
+
+    def build(guess: list[int]) -> None:
+        assert helper is not None
         keys = _keys(guess, next_key)
         for share, part in zip(_shares(guess, len(parts) or 1), parts or [builder], strict=False):
             building.append(helper.submit(_columns, batch, share, keys, part))
+
     try:
+        if builds and all_new:
+            build(list(range(len(batch.payloads))))
+        hashes = [_key(p) for p in batch.payloads]
+        stored_before = _existing(con, "content_hash", hashes)
+        in_flight = {h: match_id for before in pending for h, match_id in before.hashes.items()}
+        if builds and not all_new:
+            build(_unstored(hashes, stored_before, in_flight))
         return _prepare(
             con, batch, next_key, twins, builder, hashes, stored_before, in_flight, building
         )
