@@ -452,16 +452,17 @@ cdef class MatchChecker:
         """``check`` for each payload of a list, in one call."""
         return [self._check(payload) for payload in payloads]
 
-    def check_run(self, list payloads):
+    def check_run(self, list payloads, bint keyed=True):
         """``(clean, deals, dirty, keys)`` for a list of payloads: how many are certainly clean
         and the deals they hold, the indices of the others (for the reference validator),
         and each clean one's ``content_key`` packed as native uint64s (8 bytes each, in
-        order). Nothing else is made per clean match: the fast way through a file when only
-        the records with something to report are wanted one by one."""
+        order; none without ``keyed``: the store keys records by sha256, not by these).
+        Nothing else is made per clean match: the fast way through a file when only the
+        records with something to report are wanted one by one."""
         cdef Py_ssize_t i, n = len(payloads), clean = 0, deals = 0, found
         cdef list dirty = []
         cdef MatchTop top
-        cdef bytearray keys = bytearray(8 * n)
+        cdef bytearray keys = bytearray(8 * n if keyed else 0)
         cdef uint64_t* slot = <uint64_t*><char*>keys
         for i in range(n):
             payload = payloads[i]
@@ -469,10 +470,12 @@ cdef class MatchChecker:
             if found < 0:
                 dirty.append(i)
             else:
-                slot[clean] = _key(payload)
+                if keyed:
+                    slot[clean] = _key(payload)
                 clean += 1
                 deals += found
-        del keys[8 * clean:]
+        if keyed:
+            del keys[8 * clean:]
         return clean, deals, dirty, bytes(keys)
 
     def check_frames(self, buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_payload,
