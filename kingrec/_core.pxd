@@ -458,51 +458,6 @@ cdef inline int deal_push(DealState* d, int card) noexcept nogil:
     return w
 
 
-ctypedef struct TrickKept:
-    # What closing a trick changes besides its last card (deal_take_back_trick): kept once
-    # before the trick's fourth card, read back after each fourth card tried there.
-    uint64_t played
-    int leader
-    int trick[3]  # (the plays below the trick reuse d.trick: its first three cards)
-    int units[4]
-    int end
-
-
-cdef inline void deal_keep_trick(const DealState* d, TrickKept* kept) noexcept nogil:
-    """What ``deal_take_back`` needs to reopen the trick on the table once closed."""
-    kept.played = d.played
-    kept.leader = d.leader
-    kept.trick[0], kept.trick[1], kept.trick[2] = d.trick[0], d.trick[1], d.trick[2]
-    kept.units[0], kept.units[1], kept.units[2], kept.units[3] = (
-        d.units[0], d.units[1], d.units[2], d.units[3])
-    kept.end = d.end
-
-
-cdef inline void deal_take_back(DealState* d, int card) noexcept nogil:
-    """Undo ``deal_push(d, card)`` of a card that left its trick open, once every card
-    pushed after it is taken back: a searcher plays and takes back in place rather than
-    copying the state."""
-    d.ntrick -= 1
-    d.nplays -= 1
-    d.held[to_play(d)] |= <uint64_t>1 << card
-
-
-cdef inline void deal_take_back_trick(DealState* d, int card,
-                                      const TrickKept* kept) noexcept nogil:
-    """Undo ``deal_push(d, card)`` of a trick's fourth card (``deal_take_back``'s), from
-    ``deal_keep_trick``'s of before the push. (``d.winners`` past ``d.ntricks`` is left as
-    it was: nothing reads it.)"""
-    d.ntricks -= 1
-    d.played = kept.played
-    d.leader = kept.leader
-    d.trick[0], d.trick[1], d.trick[2] = kept.trick[0], kept.trick[1], kept.trick[2]
-    d.units[0], d.units[1], d.units[2], d.units[3] = (
-        kept.units[0], kept.units[1], kept.units[2], kept.units[3])
-    d.end = kept.end
-    d.ntrick = 4
-    deal_take_back(d, card)
-
-
 cdef inline int deal_step(DealState* d, int card, bint revoke_mark,
                           uint64_t* legal) noexcept nogil:
     """One recorded play, judged and played as played. Returns its finding code (LEGAL: none).

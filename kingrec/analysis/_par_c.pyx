@@ -17,8 +17,8 @@ from kingrec._core cimport (
     ALL_CARDS, EL_ALMAZ, END_PLAYING, F_HEART_LEAD_BAN, F_MUST_OVERTRUMP,
     F_RAISE_ON_TRUMP_LEAD, F_RIFKI_HEART_AFTER_KING, F_TRUMP_LEAD_BREAK, F_VOID_DISCARD,
     F_WITHHOLDING, HEARTS_MASK, KOZ, PENALTY, SON_IKI, SUIT, SUIT_OF,
-    DealState, TrickKept, deal_keep_trick, deal_legal, deal_push, deal_take_back,
-    deal_take_back_trick, high_card, highest_of_suit, low_card, popcount, to_play, trick_winner,
+    DealState, deal_legal, deal_push, high_card, highest_of_suit, low_card, popcount, to_play,
+    trick_winner,
 )
 
 __all__ = ["CLOCK_EVERY", "TT_ENTRIES", "ParSearch"]
@@ -391,7 +391,7 @@ cdef class ParSearch:
         value = self._mtd(&d, guess, floor, ceiling)
         return -1 if self.aborted else value
 
-    cdef int _mtd(self, DealState* d, int guess, int floor, int ceiling) except? -9:
+    cdef int _mtd(self, const DealState* d, int guess, int floor, int ceiling) except? -9:
         """The value by null-window searches, clamped to ``floor`` .. ``ceiling``
         (``_par_py.ParSearch._mtd``)."""
         cdef int low = 0, high = self._units_in_play(d), target, least, most
@@ -1305,11 +1305,8 @@ cdef class ParSearch:
             n += 1
         return n
 
-    cdef int _search(self, DealState* d, int alpha, int beta) except? -9:
-        """The hero's units from ``d`` on (``_par_py.ParSearch._search``). Each move is
-        played on ``d`` itself and taken back (deal_push, deal_take_back): ``d`` is as it
-        came when this returns, also when the search is aborted."""
-        cdef TrickKept kept
+    cdef int _search(self, const DealState* d, int alpha, int beta) except? -9:
+        cdef DealState child
         cdef uint64_t key[2]
         cdef uint64_t codes[4]
         cdef uint64_t top[4]
@@ -1317,10 +1314,10 @@ cdef class ParSearch:
         cdef uint64_t relevant, narrowed = 0
         cdef unsigned long long started = 0
         cdef int most, low, high, best, value, gained, i, j, n, hint = -1, first, best_card = -1
-        cdef int original_alpha, original_beta, reach, held
+        cdef int original_alpha, original_beta, reach
         cdef uint64_t trumps
         cdef int cards[13]
-        cdef bint maximizing, near, closes, keyed = False
+        cdef bint maximizing, near, keyed = False
         self.nodes += 1
         if self.node_limit and self.nodes > self.node_limit:
             self.aborted = True
@@ -1359,19 +1356,12 @@ cdef class ParSearch:
                 self.relevant = suits_of(d.held[self.seat]) | SUIT[SUIT_OF[d.trick[0]]]
                 return value
         if d.ntrick == 0 and d.ntricks == 12:
-            held = d.units[self.seat]
-            for i in range(3):
-                cards[i] = low_card(d.held[to_play(d)])
-                deal_push(d, cards[i])
-            deal_keep_trick(d, &kept)
-            cards[3] = low_card(d.held[to_play(d)])
-            deal_push(d, cards[3])
-            value = d.units[self.seat] - held
-            deal_take_back_trick(d, cards[3], &kept)
-            for i in range(2, -1, -1):
-                deal_take_back(d, cards[i])
+            child = d[0]
+            for i in range(4):
+                cards[i] = low_card(child.held[to_play(&child)])
+                deal_push(&child, cards[i])
             self.relevant = winning_rank(cards, d.trump)
-            return value
+            return child.units[self.seat] - d.units[self.seat]
         if d.ntrick == 0:
             self.relevant = ALL_CARDS  # _par_py: a bound that names nothing rests on all
             if self.hero_wants_units:
@@ -1469,23 +1459,16 @@ cdef class ParSearch:
                     cards[0] = first
                     break
         relevant = narrowed | self._rule_ranks(d)  # _par_py.ParSearch._search
-        held = d.units[self.seat]
-        closes = d.ntrick == 3
-        if closes:
-            deal_keep_trick(d, &kept)  # (what a fourth card changes beyond itself)
         for i in range(n):
-            deal_push(d, cards[i])
-            gained = d.units[self.seat] - held if closes else 0  # (units come with a trick)
-            if closes:  # (read before the plays below reuse d.trick)
-                relevant |= winning_rank(d.trick, d.trump)
-            value = gained + self._search(d, alpha - gained, beta - gained)
-            if closes:
-                deal_take_back_trick(d, cards[i], &kept)
-            else:
-                deal_take_back(d, cards[i])
+            child = d[0]
+            deal_push(&child, cards[i])
+            gained = child.units[self.seat] - d.units[self.seat]
+            value = gained + self._search(&child, alpha - gained, beta - gained)
             if self.aborted:
                 return 0
             relevant |= self.relevant
+            if d.ntrick == 3:
+                relevant |= winning_rank(child.trick, d.trump)
             if maximizing:
                 if value > best:
                     best = value
