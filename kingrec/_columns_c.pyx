@@ -603,36 +603,56 @@ cdef class ColumnBuilder:
         cdef uint64_t* out
         cdef Py_ssize_t plays_before = self.rows[4], tricks_before = self.rows[3]
         cdef const uchar* q
-        cdef int ended, end_trick
-        cdef uint8_t suits[16]
+        cdef const uchar* qend
+        cdef int ended, end_trick, trump_length
         contract = <int>d.contract if 1 <= d.contract <= 7 else 0
         if contract == core.KOZ and 1 <= d.trump <= 4:
             trump = <int>d.trump - 1
         # the deck
-        memset(suits, 0, 16)
         memset(held, 0, sizeof(held))
-        if hands_ok:
-            for i in range(52):
-                if d.hands[i] < 52:
-                    seen |= <uint64_t>1 << d.hands[i]
-                    held[i // 13] |= <uint64_t>1 << d.hands[i]
-                    suits[(i // 13) * 4 + d.hands[i] // 13] += 1
+        if hands_ok:  # seat by seat, 13 cards each (no division by 13 a card)
+            for s in range(4):
+                for i in range(13 * s, 13 * s + 13):
+                    if d.hands[i] < 52:
+                        held[s] |= <uint64_t>1 << d.hands[i]
+                        seen |= <uint64_t>1 << d.hands[i]
+        # the declarer's trumps: counted off his cards (repeats too: a deck with repeats
+        # still has a trump length, as the twin counts it)
+        trump_length = NONE8
+        if trump >= 0 and hands_ok and d.declarer <= 3:
+            if seen == core.ALL_CARDS:
+                trump_length = core.popcount(held[d.declarer] & core.SUIT[trump])
+            else:
+                trump_length = 0
+                for i in range(13 * <int>d.declarer, 13 * <int>d.declarer + 13):
+                    if d.hands[i] < 52 and d.hands[i] // 13 == trump:
+                        trump_length += 1
         if seen != core.ALL_CARDS:  # each seat's cards as 52 bits only for a whole deck
             memset(held, 0, sizeof(held))
         playable = (r != NULL and hands_ok and seen == core.ALL_CARDS and contract != 0
                     and d.declarer <= 3 and (contract != core.KOZ or trump >= 0))
-        # think times and auto plays, by play index
+        # think times and auto plays, by play index (think times are most often one or two
+        # bytes: those read in line)
         if d.think != NULL:
             q = d.think
-            while q < d.think + d.think_len and nthink < 104:
-                varint(&q, d.think + d.think_len, &v)
+            qend = d.think + d.think_len
+            while q < qend and nthink < 104:
+                if q[0] < 0x80:
+                    v = q[0]
+                    q += 1
+                elif q + 1 < qend and q[1] < 0x80:
+                    v = <uint64_t>(q[0] & 0x7F) | (<uint64_t>q[1] << 7)
+                    q += 2
+                else:
+                    varint(&q, qend, &v)
                 think[nthink] = <uint32_t>v
                 nthink += 1
         memset(autos, 0, 104)
         if d.autos != NULL:
             q = d.autos
-            while q < d.autos + d.autos_len:
-                varint(&q, d.autos + d.autos_len, &v)
+            qend = d.autos + d.autos_len
+            # a varint cut short ends the list (else the loop would never end)
+            while q < qend and varint(&q, qend, &v):
                 if v < 104:
                     autos[v] = 1
         scores[0] = scores[1] = scores[2] = scores[3] = 0
@@ -689,10 +709,7 @@ cdef class ColumnBuilder:
         i32(&self.fixed[D_S3], <int32_t>scores[3])
         for s in range(4):
             u64(&self.fixed[D_HELD0 + s], held[s])
-        if trump >= 0 and hands_ok and d.declarer <= 3:
-            u8(&self.fixed[D_TRUMP_LEN], suits[d.declarer * 4 + trump])
-        else:
-            u8(&self.fixed[D_TRUMP_LEN], NONE8)
+        u8(&self.fixed[D_TRUMP_LEN], <uint8_t>trump_length)
         self.rows[2] += 1
         return 0
 

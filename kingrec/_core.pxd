@@ -12,6 +12,7 @@
 # against the Python values when it is imported, and tests/test_engine_twins.py does too.
 
 from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy
 
 ctypedef unsigned char uchar
 
@@ -108,6 +109,17 @@ cdef extern from *:
         0,0,0,0,0,0,0,0,0,0,0,0,0, 1,1,1,1,1,1,1,1,1,1,1,1,1,
         2,2,2,2,2,2,2,2,2,2,2,2,2, 3,3,3,3,3,3,3,3,3,3,3,3,3,
         4,4,4,4,4,4,4,4,4,4,4,4};
+    /* Each byte as a card set: bytes 52..255 (no card) give bit 63, which no hand and no
+       legal set holds, so a byte is judged by the mask alone (no compare, no shift). */
+    #define KR_B2(c) 1ULL << (c), 1ULL << ((c) + 1)
+    #define KR_B13(c) KR_B2(c), KR_B2((c) + 2), KR_B2((c) + 4), KR_B2((c) + 6), \
+        KR_B2((c) + 8), KR_B2((c) + 10), 1ULL << ((c) + 12)
+    #define KR_NC4 1ULL << 63, 1ULL << 63, 1ULL << 63, 1ULL << 63
+    #define KR_NC16 KR_NC4, KR_NC4, KR_NC4, KR_NC4
+    #define KR_NC64 KR_NC16, KR_NC16, KR_NC16, KR_NC16
+    static const unsigned long long KR_BIT_OF[256] = {
+        KR_B13(0), KR_B13(13), KR_B13(26), KR_B13(39),
+        KR_NC4, KR_NC4, KR_NC4, KR_NC64, KR_NC64, KR_NC64};
     static const unsigned long long KR_SUIT[5] = {
         0x1FFFULL, 0x1FFFULL << 13, 0x1FFFULL << 26, 0x1FFFULL << 39, 0};
     /* The cards each contract penalizes (kingrec.contracts.PENALTY_MASKS). */
@@ -153,6 +165,8 @@ cdef extern from *:
     #endif
     """
     const uchar SUIT_OF "KR_SUIT_OF"[64]
+    const uint64_t BIT_OF "KR_BIT_OF"[256]  # a byte's card set; bit 63 for no card
+    const uint64_t NO_CARD "(1ULL << 63)"
     const uint64_t SUIT "KR_SUIT"[5]
     const uint64_t PENALTY "KR_PENALTY"[8]
     const int UNITS_PER_DEAL "KR_UNITS_PER_DEAL"[8]
@@ -345,12 +359,25 @@ cdef inline int trick_winner(const int* trick, int n, int trump) noexcept nogil:
     return best
 
 
+cdef inline int trick_top(uint64_t cards, uint64_t led, uint64_t trumps) noexcept nogil:
+    """The card that wins a complete trick of the ``cards`` (real cards, the suit ``led``
+    among them) when ``trumps`` are the trump suit's cards (0: none): the highest trump if
+    one fell, else the highest card of the suit led."""
+    cdef uint64_t ruffs = cards & trumps
+    return high_card(ruffs | (cards & led & all_if(ruffs == 0)))
+
+
+cdef inline int owner_of(const uint64_t* hands, int card) noexcept nogil:
+    """The seat whose hand holds ``card`` (0..51), of four hands that partition the deck."""
+    return <int>((hands[1] >> card & 1) | (hands[2] >> card & 1) << 1
+                 | (hands[3] >> card & 1) * 3)
+
+
 cdef inline int closed_trick_winner(const int* trick, uint64_t cards, int trump) noexcept nogil:
     """``trick_winner`` of a complete trick of real cards (0..51) whose card set is ``cards``,
     without a branch on the cards: the highest trump if one fell, else the highest card of
     the suit led, at its first position (a card recorded twice wins where it first fell)."""
-    cdef uint64_t trumps = cards & (SUIT[trump] if 0 <= trump < 4 else 0)
-    cdef int top = high_card(trumps | (cards & SUIT[SUIT_OF[trick[0]]] & all_if(trumps == 0)))
+    cdef int top = trick_top(cards, SUIT[SUIT_OF[trick[0]]], SUIT[trump] if 0 <= trump < 4 else 0)
     return low_card(<uint64_t>(trick[0] == top) | <uint64_t>(trick[1] == top) << 1
                     | <uint64_t>(trick[2] == top) << 2 | <uint64_t>8)
 
@@ -366,6 +393,16 @@ cdef inline int trick_units(const int* trick, int n, int trick_index, int contra
         if PENALTY[contract] >> trick[i] & 1:
             count += 1
     return count
+
+
+cdef inline int taken_units(uint64_t cards, int last_tricks, int contract) noexcept nogil:
+    """``trick_units`` summed over the tricks a seat took: ``cards``, the cards of those
+    tricks (four each), ``last_tricks`` how many of them were tricks 12 and 13."""
+    if contract == KOZ or contract == EL_ALMAZ:
+        return popcount(cards) >> 2
+    if contract == SON_IKI:
+        return last_tricks
+    return popcount(cards & PENALTY[contract])
 
 
 # -- a deal -----------------------------------------------------------------------------
@@ -529,14 +566,15 @@ cdef inline int replay_deal(DealState* d, const uchar* hands, const uchar* plays
 
 
 cdef inline uint64_t follow_miss(const PlayRules* rules, const uint64_t* hands, int seat,
-                                 int k, int card, uint64_t played, uint64_t led,
+                                 int k, uint64_t bit, uint64_t played, uint64_t led,
                                  uint64_t cards) noexcept nogil:
-    """``replay_clean``'s judgement of the ``k``-th follower's card (k 1..3, card 0..51) by
-    ``seat`` onto a trick of the ``cards`` led in ``led``: its bit when it is not a legal
-    play, else 0. The tops of the trick are read off its cards (a count of leading zeros),
-    not kept by a compare and select per card, which GCC makes a jump on the card; and only
-    by the filters that need them."""
-    cdef uint64_t bit = <uint64_t>1 << card
+    """``replay_clean``'s judgement of the ``k``-th follower's card (k 1..3; ``bit``, its
+    ``BIT_OF``: NO_CARD for a byte that is no card) by ``seat`` onto a trick of the
+    ``cards`` led in ``led``: its bit when it is not a legal play, else 0. The tops of the
+    trick are read off its cards (a count of leading zeros), not kept by a compare and
+    select per card, which GCC makes a jump on the card; and only by the filters that need
+    them. NO_CARD is in no legal set, and ``cards & led`` and ``cards & trump`` never hold
+    it, so a follower's byte needs no compare of its own."""
     cdef uint64_t hand = hands[seat] & ~played  # his cards left: only he holds his cards
     return bit & ~legal_cards(rules, hand, bit, k, led, cards & led, cards & rules.trump,
                               played, NULL)
@@ -546,18 +584,22 @@ cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* 
                               Py_ssize_t nplays, int declarer, int contract, int trump,
                               long flags) noexcept nogil:
     """``replay_deal`` of a deal with no revoke mark, for the all-legal path: True when every
-    play is legal (``replay_deal`` would find no violation), with ``d`` left as it leaves it;
-    False when a play is not, ``d`` then undefined (``replay_deal`` says why). ``hands``
-    are the four hands as card sets, and they must be a deal of the deck: the caller has
-    checked that they partition it.
+    play is legal (``replay_deal`` would find no violation), with ``d`` left as it leaves it
+    (but ``d.trick``: the open trick's cards, zeros after them); False when a play is not,
+    ``d`` then undefined (``replay_deal`` says why). ``hands`` are the four hands as card
+    sets, and they must be a deal of the deck: the caller has checked that they partition
+    it.
 
     The filters of ``legal_cards``, asked only "is this card legal?" (no verdict), a trick
     at a time. Since the hands partition the deck, a player's cards left are his hand less
     the cards of earlier tricks: no hand is kept up to date card by card (a store and a
     reload through a seat index per card). Each card's judgement is a mask, ORed into the
     trick's misses and tested once when the trick is complete; the trick's tops are read
-    off its cards. The only chain from one trick to the next is its winner, who leads the
-    next. State is kept in locals: the card bytes (and the winners' bytes) may alias any
+    off its cards. A trick judged legal holds each card in the hand that played it, so its
+    winner is the owner of its top card (``owner_of``: no search of the trick for it), and
+    each seat's units are counted once, at the end, off the cards of the tricks it took
+    (``taken_units``). The only chain from one trick to the next is its winner, who leads
+    the next. State is kept in locals: the card bytes (and the winners' bytes) may alias any
     memory, so fields behind ``d`` would be reloaded.
 
     Measured and left out: ``legal_cards`` itself without a jump (masks choosing follow or
@@ -566,38 +608,34 @@ cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* 
     14-24% slower side by side: this machine's predictor misses far fewer than that model.
     """
     cdef uint64_t played = 0, penalty = PENALTY[contract], cards = 0, led, miss, bit
+    cdef uint64_t trumps
     cdef PlayRules rules
-    cdef int trick[4]
-    cdef int units[4]
+    cdef uint64_t taken[4]
     cdef uchar winners[13]
-    cdef int leader = declarer, ntricks = 0, k = 0, card, end = END_PLAYING, s
+    cdef int leader = declarer, ntricks = 0, k = 0, card, end = END_PLAYING, s, last
     cdef Py_ssize_t index = 0, left
-    trick[0] = trick[1] = trick[2] = trick[3] = 0
     if contract == KOZ and not 0 <= trump < 4:
         return False
     rules = play_rules(contract, trump, flags)
-    units[0] = units[1] = units[2] = units[3] = 0
+    trumps = rules.trump
+    taken[0] = taken[1] = taken[2] = taken[3] = 0
     while index < nplays:
         left = nplays - index
-        # the lead
+        # the lead (its byte compared: the suit led is read off it)
         card = plays[index]
         if card >= 52:
             return False
-        bit = <uint64_t>1 << card
+        bit = BIT_OF[card]
         miss = bit & ~legal_cards(&rules, hands[leader] & ~played, bit, 0, 0, 0, 0, played,
                                   NULL)
         led = SUIT[SUIT_OF[card]]
         cards = bit
-        trick[0] = card
         # the three who follow, unless the plays end within the trick
         k = 1
         while k < 4 and k < left:
-            card = plays[index + k]
-            if card >= 52:
-                return False
-            miss |= follow_miss(&rules, hands, (leader + k) & 3, k, card, played, led, cards)
-            cards |= <uint64_t>1 << card
-            trick[k] = card
+            bit = BIT_OF[plays[index + k]]
+            miss |= follow_miss(&rules, hands, (leader + k) & 3, k, bit, played, led, cards)
+            cards |= bit
             k += 1
         if miss:
             return False
@@ -605,8 +643,8 @@ cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* 
         if k < 4:
             break
         # the trick closes: its winner leads the next
-        leader = (leader + closed_trick_winner(trick, cards, trump)) & 3
-        units[leader] += trick_units(trick, 4, ntricks, contract)
+        leader = owner_of(hands, trick_top(cards, led, trumps))
+        taken[leader] |= cards
         winners[ntricks] = <uchar>leader
         ntricks += 1
         played |= cards
@@ -620,11 +658,13 @@ cdef inline bint replay_clean(DealState* d, const uint64_t* hands, const uchar* 
     if k == 0:
         cards = 0  # no trick open: its cards are among those played
     for s in range(4):
+        last = 0
+        if ntricks > 11:
+            last = (winners[11] == s) + (ntricks > 12 and winners[12] == s)
         d.held[s] = hands[s] & ~played & ~cards
-        d.units[s] = units[s]
-        d.trick[s] = trick[s]
-    for s in range(ntricks):
-        d.winners[s] = winners[s]
+        d.units[s] = taken_units(taken[s], last, contract)
+        d.trick[s] = plays[index - k + s] if s < k else 0
+    memcpy(d.winners, winners, 13)
     d.played = played
     d.penalty = penalty
     d.flags = flags

@@ -28,7 +28,7 @@ from kingrec._wire cimport (
 
 from kingrec.checksum import crc32
 
-__all__ = ["MatchChecker", "content_key"]
+__all__ = ["MatchChecker", "content_key", "count_short_varints"]
 
 cdef object _payload_crc = crc32
 
@@ -183,10 +183,9 @@ cdef bint _check_metadata(const DealMsg* d, const CoreRules* r) noexcept nogil:
                 return False
             auto_mask |= <uint64_t>1 << v
     if d.think != NULL and r.play_timeout >= 127:
-        # Think times of one or two bytes below the clock (most are) need no decoding:
-        # their count alone is checked. The last byte of a two-byte varint is its value
-        # >> 7, so a last byte of at most (clock - 127) >> 7 keeps the value within it.
-        nthink = short_varints(d.think, d.think_len, <int>min(127, (r.play_timeout - 127) >> 7))
+        # Think times of one or two bytes within the clock (most are) need no decoding:
+        # their count alone is checked.
+        nthink = short_varints(d.think, d.think_len, r.play_timeout)
         if nthink >= 0:
             if nthink and nthink != d.nplays:
                 return False
@@ -219,6 +218,15 @@ cdef bint _check_metadata(const DealMsg* d, const CoreRules* r) noexcept nogil:
     return True
 
 
+# The all-legal replay, called through a pointer so that GCC keeps it a function of its own:
+# inlined into ``_check_deal`` (as it chooses to when that is small enough) it spills more and
+# ran ~75 instructions a deal more under cachegrind. One predicted indirect call a deal.
+ctypedef bint (*Replay)(DealState* d, const uint64_t* hands, const uchar* plays,
+                        Py_ssize_t nplays, int declarer, int contract, int trump,
+                        long flags) noexcept nogil
+cdef Replay _replay_clean = core.replay_clean
+
+
 cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, MatchState* m,
                       int64_t number, bint last, bint complete) noexcept nogil:
     """Whether one deal gives no finding (validator._MatchCheck.check_deal and friends)."""
@@ -227,7 +235,6 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     cdef core.Violation viols[53]
     cdef uint64_t held[4]
     cdef uint64_t hand
-    cdef uchar card, seen = 0
     cdef Py_ssize_t i
     cdef int owner, seat, contract, trump, expected, nscores = 0
     cdef int64_t scores[4]
@@ -244,17 +251,15 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
     # the deck (needed first: under HOLDER_OF_CARD deal 1's hands name the first declarer)
     if d.nhands != 52:
         return False
-    # Each hand as a card set, for the replay too. No test per byte: a byte of 64 or more
-    # shows in the OR of them all, and one of 52..63 puts a bit above the deck's 52 in the
-    # union, which must then be the deck itself (52 bytes: each card exactly once).
+    # Each hand as a card set, for the replay too. No test per byte: a byte that is no card
+    # puts NO_CARD (bit 63) in the union, which must be the deck itself (52 bytes: each
+    # card exactly once).
     for owner in range(4):
         hand = 0
         for i in range(13):
-            card = d.hands[13 * owner + i]
-            seen |= card
-            hand |= <uint64_t>1 << (card & 63)
+            hand |= core.BIT_OF[d.hands[13 * owner + i]]
         held[owner] = hand
-    if seen >= 64 or held[0] | held[1] | held[2] | held[3] != core.ALL_CARDS:
+    if held[0] | held[1] | held[2] | held[3] != core.ALL_CARDS:
         return False
     if number == 1:
         if r.first_declarer == core.FIRST_HOLDER_OF_CARD:
@@ -300,8 +305,8 @@ cdef bint _check_deal(const uchar* p, const uchar* end, const CoreRules* r, Matc
         if core.replay_deal(&deal, d.hands, d.plays, d.nplays, seat, contract, trump,
                             r.flags[contract], <Py_ssize_t>d.revoke_play, viols, True):
             return False
-    elif not core.replay_clean(&deal, held, d.plays, d.nplays, seat, contract, trump,
-                               r.flags[contract]):
+    elif not _replay_clean(&deal, held, d.plays, d.nplays, seat, contract, trump,
+                           r.flags[contract]):
         return False
     if deal.nplays != d.nplays:
         return False
@@ -452,16 +457,17 @@ cdef class MatchChecker:
         """``check`` for each payload of a list, in one call."""
         return [self._check(payload) for payload in payloads]
 
-    def check_run(self, list payloads):
+    def check_run(self, list payloads, bint keyed=True):
         """``(clean, deals, dirty, keys)`` for a list of payloads: how many are certainly clean
         and the deals they hold, the indices of the others (for the reference validator),
         and each clean one's ``content_key`` packed as native uint64s (8 bytes each, in
-        order). Nothing else is made per clean match: the fast way through a file when only
-        the records with something to report are wanted one by one."""
+        order; none without ``keyed``: the store keys records by sha256, not by these).
+        Nothing else is made per clean match: the fast way through a file when only the
+        records with something to report are wanted one by one."""
         cdef Py_ssize_t i, n = len(payloads), clean = 0, deals = 0, found
         cdef list dirty = []
         cdef MatchTop top
-        cdef bytearray keys = bytearray(8 * n)
+        cdef bytearray keys = bytearray(8 * n if keyed else 0)
         cdef uint64_t* slot = <uint64_t*><char*>keys
         for i in range(n):
             payload = payloads[i]
@@ -469,10 +475,12 @@ cdef class MatchChecker:
             if found < 0:
                 dirty.append(i)
             else:
-                slot[clean] = _key(payload)
+                if keyed:
+                    slot[clean] = _key(payload)
                 clean += 1
                 deals += found
-        del keys[8 * clean:]
+        if keyed:
+            del keys[8 * clean:]
         return clean, deals, dirty, bytes(keys)
 
     def check_frames(self, buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_payload,
@@ -547,3 +555,10 @@ cdef inline uint64_t _key(bytes payload) noexcept:
 def content_key(bytes payload):
     """A 64-bit key of a record's bytes: equal records, equal keys (not cryptographic)."""
     return _key(payload)
+
+
+def count_short_varints(bytes field not None, int64_t clock):
+    """The think times' fast pass on a packed field's bytes: how many varints it holds when
+    each is one or two bytes and none above ``clock``, or -1 (the checker then decodes
+    them one by one). For the tests: it must never vouch for what the decoder would not."""
+    return short_varints(<const uchar*>PyBytes_AS_STRING(field), PyBytes_GET_SIZE(field), clock)

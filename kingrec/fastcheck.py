@@ -61,7 +61,9 @@ class _Checker(Protocol):
 
     def check_batch(self, payloads: Sequence[bytes], /) -> list[_Verdict]: ...
 
-    def check_run(self, payloads: list[bytes], /) -> tuple[int, int, list[int], bytes]: ...
+    def check_run(
+        self, payloads: list[bytes], keyed: bool = True, /
+    ) -> tuple[int, int, list[int], bytes]: ...
 
     def check_frames(
         self,

@@ -4,6 +4,7 @@ every other record gets exactly the reference validator's report."""
 from __future__ import annotations
 
 import functools
+import importlib
 import io
 import json
 import random
@@ -648,9 +649,10 @@ def test_a_deals_fields_in_any_order_or_repeated_are_read_as_the_parser_reads_th
 @needs_compiled
 @pytest.mark.parametrize("byte", [51, 52, 55, 63, 64, 100, 127, 128, 200, 255, -64, -128, -192])
 def test_a_hand_byte_outside_the_deck_is_judged_like_the_reference(byte: int) -> None:
-    """The hands are built with no test per byte (one OR for bytes of 64 and more, the
-    deck's union for 52..63): a card byte of 52 or more anywhere in a hand, or a card given
-    twice, takes the reference path and gets its finding, never a clean verdict. (A
+    """The hands are built with no test per byte (each byte's card set from a table, a byte
+    that is no card a bit outside the deck, caught by the deck's union): a card byte of 52
+    or more anywhere in a hand, or a card given twice, takes the reference path and gets
+    its finding, never a clean verdict. (A
     negative ``byte`` stands for the card it replaces plus 64, 128 or 192: the same card
     but for the bits above 63.)"""
     match = _match("classic", 0)
@@ -828,7 +830,7 @@ def test_think_times_near_the_clock_in_any_encoding_are_judged_like_the_referenc
 ) -> None:
     """Think times one, two and more bytes long, canonical or overlong, at and around the
     play clock, on an auto play or not, one too few or too many, or a value cut short: the
-    checker (whose eight-bytes-at-a-time pass vouches only for values that cannot be over
+    checker (whose sixteen-bytes-at-a-time pass vouches only for values it knows are within
     the clock) judges each record as the reference does, and vouches for the clean ones."""
     match = _match("classic", 0, abandon_after=1)
     match.ruleset.play_timeout_ms = clock
@@ -964,3 +966,73 @@ def test_validate_payloads_judges_each_record_alone_as_validate_payload_does(
     report = got[1]
     assert isinstance(report, MatchReport) and not report.valid
     assert all(isinstance(r, MatchReport) and not r.findings for r in got[0::4] + got[3::4])
+
+
+def _think_field(values: list[int], widths: list[int]) -> bytes:
+    """``values`` as a packed varint field, each written in ``widths`` bytes or more (an
+    overlong varint pads with continuation bytes and a zero)."""
+    out = bytearray()
+    for value, width in zip(values, widths, strict=True):
+        raw = bytearray(_varint(value))
+        while len(raw) < width:
+            raw[-1] |= 0x80
+            raw.append(0)
+        out += raw
+    return bytes(out)
+
+
+@needs_compiled
+@settings(max_examples=400, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(st.integers(0, 300), st.integers(15_800, 16_500), st.integers(0, 2**21)),
+        min_size=0,
+        max_size=60,
+    ),
+    widths=st.lists(st.integers(1, 3), min_size=60, max_size=60),
+    clock=st.one_of(
+        st.integers(127, 300), st.integers(15_800, 16_500), st.sampled_from([16_000, 2**31])
+    ),
+)
+def test_the_think_times_fast_pass_counts_exactly_the_values_within_the_clock(
+    values: list[int], widths: list[int], clock: int
+) -> None:
+    """The sixteen-bytes-at-a-time pass over a deal's think times answers a count only
+    when every value is one or two bytes long and none is above the clock, and then the
+    count is exact; for every field of 16 to 104 bytes of such values it does answer (the
+    careful decoder is left the rest: longer values, values over the clock, short fields)."""
+    compiled = importlib.import_module("kingrec._fastcheck_c")
+    field = _think_field(values, widths[: len(values)])
+    lengths = [max(len(_varint(v)), w) for v, w in zip(values, widths, strict=False)]
+    got = compiled.count_short_varints(field, clock)
+    fits = all(n <= 2 for n in lengths) and all(v <= clock for v in values)
+    if got != -1:
+        assert fits and got == len(values), (field.hex(), clock, got)
+    if fits and 16 <= len(field) <= 104:
+        assert got == len(values), (field.hex(), clock)
+    if field:  # cut short inside its last value: never a count
+        assert compiled.count_short_varints(field[:-1] + b"\x80", clock) == -1
+
+
+@needs_compiled
+@pytest.mark.parametrize("byte", [52, 55, 63, 64, 100, 128, 255])
+@pytest.mark.parametrize("at", [0, 1, 2, 3, 17, 50, 51])
+def test_a_play_byte_outside_the_deck_is_judged_like_the_reference(byte: int, at: int) -> None:
+    """A follower's card byte is judged by its card set alone (no compare: a byte that is
+    no card is a bit no hand holds), the leader's by a compare: a play byte of 52 or more
+    at the lead or any follower's turn, in a whole trick or in the trick left open, is
+    never vouched for, and gets the reference's finding."""
+    match = _match("classic", 0)
+    deal = next(d for d in match.deals if len(d.plays) == 52)  # thirteen tricks
+    del deal.claimed_scores[:], match.claimed_totals[:]
+    plays = bytearray(deal.plays)
+    plays[at] = byte
+    for cut in (len(plays), at + 1):  # the deal played on, or the plays stopping there
+        deal.plays = bytes(plays[:cut])
+        del deal.think_ms[cut:]
+        if cut < len(plays):
+            deal.end = pb.DEAL_END_ABANDONED
+        payload = match.SerializeToString()
+        assert not fastcheck.check_payload(payload)[0], (byte, at, cut)
+        reference = _assert_same_as_reference(payload)
+        assert isinstance(reference, MatchReport) and reference.findings, (byte, at, cut)

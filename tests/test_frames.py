@@ -455,6 +455,20 @@ def test_frames_judged_where_they_lie_are_the_frames_the_scan_takes_judged(
     assert got[2:] == (clean, deals, dirty, [payloads[i] for i in dirty], keys)
 
 
+def test_check_run_unkeyed_judges_alike_and_keys_nothing() -> None:
+    """The store keys records by sha256: its judge asks ``check_run`` for no content keys."""
+    from kingrec.fastcheck import checker_of
+
+    checker = checker_of()
+    if checker is None:
+        pytest.skip("the compiled checker is not built")
+    payloads = [*_matches(), *_matches()]
+    clean, deals, dirty, keys = checker.check_run(payloads)
+    assert (clean, deals, dirty) == checker.check_run(payloads, False)[:3]
+    assert dirty and clean and len(keys) == 8 * clean
+    assert checker.check_run(payloads, False)[3] == b""
+
+
 def test_check_frames_refuses_arguments_outside_the_buffer() -> None:
     from kingrec.fastcheck import checker_of
 

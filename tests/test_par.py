@@ -327,6 +327,37 @@ def test_the_twins_agree_on_where_the_nodes_go() -> None:
         assert figures[0] == figures[1]
 
 
+@needs_compiled
+def test_the_twins_agree_from_three_cards_on_the_table_in_every_contract() -> None:
+    # The position under each fourth card tried must be the trick's own again: a twin that
+    # plays in place and takes back (docs/ANALYSIS.md, tried) restores the trick's cards,
+    # which the plays below reuse, its leader, units and the cards played. From three cards
+    # on the table with tricks left to close below, a slip changes the bounds' and the
+    # table's answers: the nodes by card, the table's figures, the passes or the value.
+    assert _twins.COMPILED is not None
+    rng = random.Random(18)
+    seen: set[Contract] = set()
+    for _ in range(400):
+        deal, _rules = _random_ending(rng, 4)
+        while len(deal.trick) < 3 and deal.end == 0:
+            deal.push(rng.choice(list(cards_in(deal.legal()))))
+        if deal.end or len(deal.trick) != 3:
+            continue
+        seen.add(Contract(deal.contract))
+        seat = rng.randrange(4)
+        figures = []
+        for twin in (_par_py, _twins.COMPILED.par):
+            search = twin.ParSearch(deal.contract, deal.trump, deal.flags)
+            value = search.units_left(
+                seat, deal.held, deal.leader, deal.trick, deal.played, len(deal.winners)
+            )
+            figures.append(
+                (value, list(search.nodes_by_card), search.tt_probes, search.tt_hits, search.passes)
+            )
+        assert figures[0] == figures[1], (deal.held, deal.trick, deal.contract, seat)
+    assert seen == set(Contract)
+
+
 # -- hand-made deals -------------------------------------------------------------------------
 
 

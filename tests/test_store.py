@@ -82,6 +82,18 @@ def _edge_matches() -> list[pb.Match]:
     broken.deals[6].think_ms[:] = broken.deals[6].think_ms[:5]
     broken.deals[7].trump = pb.SUIT_HEARTS
     out.append(broken)
+    # Koz deals whose 52 dealt cards are no deck: the declarer's trumps are still counted,
+    # a card dealt twice twice, a byte that is no card not at all.
+    repeats = pb.Match()
+    repeats.CopyFrom(out[0])
+    for n, deal in enumerate(repeats.deals[:4]):
+        deal.contract = pb.CONTRACT_KOZ
+        deal.trump = pb.SUIT_SPADES if n % 2 else pb.SUIT_HEARTS
+        hands = bytearray(deal.hands)
+        at = 13 * (deal.declarer % 4) + n
+        hands[at] = hands[at + 1] if n < 2 else 60 + n
+        deal.hands = bytes(hands)
+    out.append(repeats)
     bad_rules = pb.Match()
     bad_rules.CopyFrom(out[1])
     bad_rules.ruleset.CopyFrom(pb.Ruleset(preset="nobody-knows"))
@@ -280,6 +292,57 @@ def test_a_builder_filled_batch_after_batch_gives_each_batch_the_tables_of_a_new
 # -- ingest ----------------------------------------------------------------------------------
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _with_cut_auto_plays(match: pb.Match) -> bytes:
+    """``match``'s wire bytes with its first deal's auto plays a varint cut short (a last
+    byte that says more follows): bytes protobuf refuses but a reader of fields may pass."""
+    head = pb.Match()
+    head.CopyFrom(match)
+    del head.deals[:]
+    payload = head.SerializeToString()
+    for n, deal in enumerate(match.deals):
+        raw = deal.SerializeToString() + (b"\x4a\x01\x80" if n == 0 else b"")
+        payload += b"\x42" + _varint(len(raw)) + raw
+    return payload
+
+
+def test_a_record_with_its_auto_plays_cut_short_is_rejected_and_the_ingest_ends(
+    tmp_path: Path,
+) -> None:
+    # The compiled builder builds a batch while it is judged, the damaged record too: its
+    # reader of auto plays looped for ever on a varint cut short (kingrec ingest hung).
+    good = [simulate_match(preset("classic"), seed) for seed in range(3)]
+    path = tmp_path / "cut.krec"
+    with KrecWriter.open(path) as writer:
+        writer.write(good[0].SerializeToString())
+        writer.write(_with_cut_auto_plays(good[1]))
+        writer.write(good[2].SerializeToString())
+    db = tmp_path / "k.duckdb"
+    kingrec = Path(sys.executable).parent / "kingrec"
+    done = subprocess.run(
+        [str(kingrec), "ingest", "--no-progress", "--db", str(db), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr  # a record rejected: the file is damaged
+    assert "Traceback" not in done.stderr
+    with Store.open(str(db), read_only=True) as store:
+        assert _rows(store, "SELECT match_id FROM matches ORDER BY match_key") == [
+            (good[0].match_id,),
+            (good[2].match_id,),
+        ]
+        assert _rows(store, "SELECT frame FROM damage") == [(1,)]
+
+
 def test_every_sample_is_stored_as_validate_judges_it(tmp_path: Path, twins: _twins.Twins) -> None:
     """Valid records stored, invalid ones stored with their findings, damage listed."""
     invalid = 0
@@ -331,6 +394,38 @@ def test_a_different_record_under_a_known_id_is_stored_and_flagged(tmp_path: Pat
         rows = _rows(store, "SELECT id_reused, warnings FROM matches ORDER BY match_key")
         assert rows == [(False, 0), (True, 1)]
         assert store.get_match(match.match_id) == match.SerializeToString(deterministic=True)
+
+
+def test_ids_reused_within_a_batch_are_flagged_after_the_first_and_repeats_are_duplicates(
+    tmp_path: Path,
+) -> None:
+    known, fresh = simulate_match(preset("short"), 1), simulate_match(preset("short"), 2)
+
+    def at(match: pb.Match, site: str) -> pb.Match:
+        out = pb.Match()
+        out.CopyFrom(match)
+        out.metadata.site = site
+        return out
+
+    batch = [
+        fresh,
+        at(known, "b"),  # the id stored before: flagged
+        at(fresh, "c"),  # the id met above in this batch: flagged
+        fresh,  # the same record again: a duplicate
+        at(fresh, "c"),  # and again
+        simulate_match(preset("short"), 3),
+    ]
+    with Store.open(str(tmp_path / "k.duckdb")) as store:
+        store.ingest_matches([known], source="a")
+        verdicts = store.ingest_matches(batch, source="b")
+        assert [v.status for v in verdicts] == ["stored"] * 3 + ["duplicate"] * 2 + ["stored"]
+        assert [v.match_id for v in verdicts] == [m.match_id for m in batch]
+        codes = [[f.code for f in v.report.findings] if v.report else None for v in verdicts]
+        assert codes == [[], ["MATCH_ID_REUSED"], ["MATCH_ID_REUSED"], None, None, []]
+        rows = _rows(store, "SELECT id_reused, warnings, valid FROM matches ORDER BY match_key")
+        assert rows == [(False, 0, True), (False, 0, True)] + [(True, 1, True)] * 2 + [
+            (False, 0, True)
+        ]
 
 
 def test_rows_carry_what_the_questions_need(tmp_path: Path) -> None:

@@ -219,6 +219,45 @@ def test_a_pipelined_ingest_stores_what_one_batch_at_a_time_stores_table_by_tabl
     assert len(want["matches"]) == 12 and len(want["damage"]) == 3
 
 
+@pytest.mark.skipif(_twins.COMPILED is None, reason="the compiled builder builds off the GIL")
+@pytest.mark.parametrize("batch_matches", [3, 5, 16])
+def test_the_bet_that_every_record_is_new_stores_what_no_bet_stores_when_it_is_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_matches: int
+) -> None:
+    # A batch is built before its records are keyed when the batch before stored all of
+    # its records; the awkward file, stored twice into a store that holds some of it
+    # already, loses the bet in every way (records stored before, repeated, rejected).
+    path = _awkward_file(tmp_path / "awkward.krec")
+    first = tmp_path / "first.krec"
+    with KrecWriter.open(first) as writer:
+        for payload in _payloads(MATCHES[2:7]):
+            writer.write(payload)
+    bets: list[bool] = []
+    prepare = ingest_module.prepare_batch
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        bets.append(kw["all_new"])
+        return prepare(*args, **kw)
+
+    rows = {}
+    for bet in (False, True):
+        monkeypatch.setattr(pipeline, "prepare_batch", spy if bet else _no_bet(prepare))
+        with Store.open(str(tmp_path / f"{bet}.duckdb")) as store:
+            for each in (first, path, path):
+                store.ingest_file(str(each), batch_matches=batch_matches)
+            rows[bet] = {table: _table_rows(store, table) for table in TABLES}
+    for table in TABLES:
+        assert rows[True][table] == rows[False][table], table
+    assert len(rows[True]["matches"]) == 12
+    # the bet made on each file's first batch, and given up after one lost in the file
+    assert True in bets
+    assert (False in bets) == (batch_matches < 16)
+
+
+def _no_bet(prepare: Callable[..., Any]) -> Callable[..., Any]:
+    return lambda *args, **kw: prepare(*args, **{**kw, "all_new": False})
+
+
 @pytest.mark.parametrize("builders", [2, 3])
 def test_a_batch_built_in_shares_stores_what_one_builder_stores_table_by_table(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, builders: int

@@ -91,7 +91,8 @@ def _judge(batch: Batch, twins: _twins.Twins) -> list[MatchReport | Damage | Non
     if checker is not None:
         dirty = []
         for start in range(0, len(payloads), CHECK_CHUNK):
-            found = checker.check_run(payloads[start : start + CHECK_CHUNK])[2]
+            # Unkeyed: the store's identity of a record is its sha256 (``_key``), taken once.
+            found = checker.check_run(payloads[start : start + CHECK_CHUNK], False)[2]
             dirty += [start + i for i in found]
     reports: list[MatchReport | Damage | None] = [None] * len(batch.payloads)
     for i in dirty:
@@ -143,6 +144,7 @@ def prepare_batch(
     builder: Any = None,
     helper: Executor | None = None,
     parts: Sequence[Any] = (),
+    all_new: bool = False,
 ) -> Prepared:
     """Judge a batch and build its rows (nothing written). ``pending`` are batches prepared
     before and not yet committed: their records count as stored for duplicates and ids.
@@ -154,19 +156,30 @@ def prepare_batch(
     them, here, and the columns built there are dropped). With ``parts`` (builders of the
     same twins, as many as the helper has threads) they are built in as many shares at once,
     each a run of records on a builder of its own (the build takes longer than the judge:
-    on two cores the second share runs beside it, not after it); else on ``builder``."""
+    on two cores the second share runs beside it, not after it); else on ``builder``.
+
+    With ``all_new`` the bet is bigger: that every record is new too (none stored, in flight
+    or repeated: a file's first ingest), so the build starts before the records are keyed
+    (sha256) and looked up, and the keying runs beside it, not before it."""
     twins = twins or _twins.ACTIVE
     builder = builder or new_builder(twins)
-    hashes = [_key(p) for p in batch.payloads]
-    stored_before = _existing(con, "content_hash", hashes)
-    in_flight = {h: match_id for before in pending for h, match_id in before.hashes.items()}
     building: list[Future[_Built]] = []
-    if helper is not None and twins.columns.BUILDS_WITHOUT_GIL:
-        guess = _unstored(hashes, stored_before, in_flight)
+    builds = helper is not None and twins.columns.BUILDS_WITHOUT_GIL
+
+    def build(guess: list[int]) -> None:
+        assert helper is not None
         keys = _keys(guess, next_key)
         for share, part in zip(_shares(guess, len(parts) or 1), parts or [builder], strict=False):
             building.append(helper.submit(_columns, batch, share, keys, part))
+
     try:
+        if builds and all_new:
+            build(list(range(len(batch.payloads))))
+        hashes = [_key(p) for p in batch.payloads]
+        stored_before = _existing(con, "content_hash", hashes)
+        in_flight = {h: match_id for before in pending for h, match_id in before.hashes.items()}
+        if builds and not all_new:
+            build(_unstored(hashes, stored_before, in_flight))
         return _prepare(
             con, batch, next_key, twins, builder, hashes, stored_before, in_flight, building
         )
@@ -210,23 +223,20 @@ def _prepare(
     reports = _judge(batch, twins)
     verdicts: list[RecordVerdict | None] = [None] * len(batch.payloads)
     damage = list(batch.damage)
-    keep: list[int] = []
-    seen: set[bytes] = set()
-    duplicates: list[int] = []
-    for i, report in enumerate(reports):
+    rejected: set[int] = set()
+    for i in [i for i, report in enumerate(reports) if report is not None]:
+        report = reports[i]
         location = batch.locations[i]
         if isinstance(report, Damage):
             damage.append(report)
             verdicts[i] = RecordVerdict(REJECTED, "", location, None, report.message)
+            rejected.add(i)
         elif report is not None and any(f.code == "LIMIT_EXCEEDED" for f in report.findings):
             message = report.findings[0].message
             damage.append(Damage(location, "LIMIT_EXCEEDED", message))
             verdicts[i] = RecordVerdict(REJECTED, report.match_id, location, report, message)
-        elif hashes[i] in stored_before or hashes[i] in in_flight or hashes[i] in seen:
-            duplicates.append(i)  # its verdict below, with the id it is stored under
-        else:
-            seen.add(hashes[i])
-            keep.append(i)
+            rejected.add(i)
+    keep, duplicates = _kept(hashes, rejected, stored_before, in_flight)
     keys = _keys(keep, next_key)
     waited = time.perf_counter()
     if building and keep == _building_keep(building):
@@ -235,19 +245,25 @@ def _prepare(
         built = _columns(batch, keep, keys, builder)
     waited = time.perf_counter() - waited if building else 0.0
     tables, rulesets = _with_twin(batch, keys, built)
-    ids = tables["matches"].column("match_id").to_pylist()
-    order = tables["matches"].column("match_key").to_pylist()
-    id_of = dict(zip(order, ids, strict=True))
+    id_of = dict(
+        zip(
+            tables["matches"].column("match_key").to_pylist(),
+            tables["matches"].column("match_id").to_pylist(),
+            strict=True,
+        )
+    )
+    ids = [id_of[keys[i]] for i in keep]  # the match id of each record kept, in order
     reused = _existing(con, "match_id", ids) | set(in_flight.values())
-    first_of_id: dict[str, bytes] = {}
-    stored: dict[bytes, str] = {}
-    for i in keep:
-        match_id = id_of[keys[i]]
-        stored[hashes[i]] = match_id
+    stored = dict(zip([hashes[i] for i in keep], ids, strict=True))
+    # A reused id is one stored before or in flight, or met twice here (the contents kept
+    # are distinct): none, most often, and then no record is looked at for it.
+    flagged = _reused_ids(ids, reused)
+    for n, (i, match_id) in enumerate(zip(keep, ids, strict=True)):
         report = reports[i]
-        if not isinstance(report, MatchReport):
-            report = MatchReport(match_id, batch.locations[i])
-        if match_id in reused or first_of_id.setdefault(match_id, hashes[i]) != hashes[i]:
+        if report is None:  # the checker vouches for it: no findings
+            report = reports[i] = MatchReport(match_id, batch.locations[i])
+        assert isinstance(report, MatchReport)  # a Damage was rejected above
+        if flagged and flagged.get(match_id, n) != n:
             report.findings.append(
                 Finding(
                     "MATCH_ID_REUSED",
@@ -256,8 +272,7 @@ def _prepare(
                     f"id {match_id!r}; both are kept.",
                 )
             )
-        reports[i] = report
-        status = STORED if report.valid else STORED_INVALID
+        status = STORED if not report.findings or report.valid else STORED_INVALID
         verdicts[i] = RecordVerdict(status, match_id, batch.locations[i], report, status)
     if duplicates:
         earlier = [hashes[i] for i in duplicates if hashes[i] in stored_before]
@@ -270,6 +285,44 @@ def _prepare(
     batches = _batch_tables(batch, keep, keys, hashes, reports, tables, rulesets, damage)
     done = [v for v in verdicts if v is not None]
     return Prepared(done, batches, len(keep), stored, batches["batch_deals"].num_rows, waited)
+
+
+def _kept(
+    hashes: list[bytes], rejected: set[int], stored: set[Any], in_flight: dict[bytes, str]
+) -> tuple[list[int], list[int]]:
+    """The records to store (the first not rejected of each content neither stored nor in
+    flight) and the duplicates (the others not rejected), each in order."""
+    fresh = set(hashes)
+    if len(fresh) == len(hashes) and fresh.isdisjoint(stored) and fresh.isdisjoint(in_flight):
+        # every content new (a file's first ingest): no record looked up one by one
+        return [i for i in range(len(hashes)) if i not in rejected], []
+    keep: list[int] = []
+    duplicates: list[int] = []
+    seen: set[bytes] = set()
+    for i, h in enumerate(hashes):
+        if i in rejected:
+            continue
+        if h in stored or h in in_flight or h in seen:
+            duplicates.append(i)  # its verdict later, with the id it is stored under
+        else:
+            seen.add(h)
+            keep.append(i)
+    return keep, duplicates
+
+
+def _reused_ids(ids: list[str], reused: set[Any]) -> dict[str, int] | None:
+    """For the match ids of the records kept (in order, of distinct contents): each id
+    that is reused, with the position of its record that keeps it unflagged (-1: none, it
+    was stored or is in flight before); None when no id is reused."""
+    if len(set(ids)) == len(ids) and reused.isdisjoint(ids):
+        return None
+    first: dict[str, int] = {}
+    for n, match_id in enumerate(ids):
+        first.setdefault(match_id, -1 if match_id in reused else n)
+    counts: dict[str, int] = {}
+    for match_id in ids:
+        counts[match_id] = counts.get(match_id, 0) + 1
+    return {m: n for m, n in first.items() if n == -1 or counts[m] > 1}
 
 
 def _existing(con: duckdb.DuckDBPyConnection, column: str, values: Sequence[object]) -> set[Any]:
@@ -492,22 +545,32 @@ def _batch_tables(
         assert isinstance(report, MatchReport)  # prepare_batch made one for each record kept
         kept.append(report)
     found = [report.findings for report in kept]
-    errors = [sum(f.severity is Severity.ERROR for f in fs) if fs else 0 for fs in found]
     where = [batch.locations[i] for i in keep]
     # Column by column: most records have no findings, and a batch holds thousands.
-    extra: dict[str, list[Any]] = {
+    extra: dict[str, list[Any] | pa.Array] = {
         "match_key": [keys[i] for i in keep],
         "content_hash": [hashes[i] for i in keep],
-        "id_reused": [any(f.code == "MATCH_ID_REUSED" for f in fs) for fs in found],
-        "valid": [n == 0 for n in errors],
-        "errors": errors,
-        "warnings": [len(fs) - n for fs, n in zip(found, errors, strict=True)],
-        "source": [batch.source] * len(keep),
+        "source": _repeat(batch.source, "source", len(keep)),
         "source_frame": [loc.frame for loc in where],
         "source_offset": [loc.offset for loc in where],
         "source_line": [loc.line for loc in where],
-        "ingested_at": [now] * len(keep),
+        "ingested_at": _repeat(now, "ingested_at", len(keep)),
     }
+    if any(found):
+        errors = [sum(f.severity is Severity.ERROR for f in fs) if fs else 0 for fs in found]
+        extra |= {
+            "id_reused": [any(f.code == "MATCH_ID_REUSED" for f in fs) for fs in found],
+            "valid": [n == 0 for n in errors],
+            "errors": errors,
+            "warnings": [len(fs) - n for fs, n in zip(found, errors, strict=True)],
+        }
+    else:  # none has a finding: every one valid, and alike
+        extra |= {
+            "id_reused": _repeat(False, "id_reused", len(keep)),
+            "valid": _repeat(True, "valid", len(keep)),
+            "errors": _repeat(0, "errors", len(keep)),
+            "warnings": _repeat(0, "warnings", len(keep)),
+        }
     findings: dict[str, list[Any]] = {name: [] for name in _FINDINGS}
     for i, report in zip(keep, kept, strict=True):
         for n, f in enumerate(report.findings):
@@ -521,7 +584,7 @@ def _batch_tables(
                 findings[name].append(value)
     batches = {
         **{f"batch_{name}": in_row_groups(table) for name, table in tables.items()},
-        "batch_extra": pa.table({n: pa.array(v, _EXTRA[n]) for n, v in extra.items()}),
+        "batch_extra": pa.table({n: _array(extra[n], kind) for n, kind in _EXTRA.items()}),
         "batch_rulesets": _rulesets_table(rulesets),
         "batch_findings": pa.table({n: pa.array(v, _FINDINGS[n]) for n, v in findings.items()}),
         "batch_damage": _damage_table(batch.source, damage, now),
@@ -565,6 +628,15 @@ _FINDINGS: dict[str, pa.DataType] = {
     "deal": pa.uint16(), "trick": pa.uint8(), "seat": pa.uint32(), "play": pa.uint8(),
     "card": pa.uint8(), "caused_by": pa.uint16(), "message": pa.string(),
 }  # fmt: skip
+
+
+def _repeat(value: object, column: str, rows: int) -> pa.Array:
+    """A column of ``batch_extra`` holding ``value`` in every row."""
+    return pa.repeat(pa.scalar(value, _EXTRA[column]), rows)
+
+
+def _array(values: list[Any] | pa.Array, kind: pa.DataType) -> pa.Array:
+    return values if isinstance(values, pa.Array) else pa.array(values, kind)
 
 
 def _small(value: int | None, top: int) -> int | None:

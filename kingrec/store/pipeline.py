@@ -86,6 +86,9 @@ class IngestPipeline:
         self._writer = ThreadPoolExecutor(WRITERS, thread_name_prefix="kingrec-ingest-writer")
         self._helper = ThreadPoolExecutor(BUILDERS, thread_name_prefix="kingrec-ingest-builder")
         self._writing: deque[tuple[Future[None], Prepared]] = deque()
+        # Whether the last batch stored every record it held: then the next is bet to hold
+        # only new ones too (``prepare_batch``'s ``all_new``), till one does not (a rerun).
+        self._all_new = True
         self._closed = False
         self._timing = threading.Lock()
         self.queues = Queues()
@@ -113,7 +116,9 @@ class IngestPipeline:
             builder=self._builder,
             helper=self._helper,
             parts=self._parts,
+            all_new=self._all_new,
         )
+        self._all_new = prepared.stored == len(batch.payloads)
         self._next_key += prepared.stored
         prepared_at = time.perf_counter()
         if len(self._writing) == WRITERS:
