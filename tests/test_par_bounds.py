@@ -11,6 +11,7 @@ import pytest
 from test_par import BoundCase, _exhaustive, bound_cases, whole_endings
 
 from kingrec._engine_py import Deal
+from kingrec._engine_types import F_VOID_DISCARD, F_WITHHOLDING
 from kingrec.analysis import _par_py
 from kingrec.cards import DIAMONDS, SPADES, SUIT_MASKS, parse_cards
 from kingrec.contracts import Contract
@@ -474,3 +475,69 @@ def test_a_lone_ace_to_come_on_the_spade_led_settles_el_almaz_at_the_root_in_bot
     search = _par_py.ParSearch(Contract.EL_ALMAZ, -1, flags)
     assert search.units_left(2, held, 0, [two], played, 9, floor=1) == 1
     assert search.nodes > 1
+
+
+def _pooled(search: _par_py.ParSearch, deal: Deal) -> bool:
+    """Whether the hero's cards pass the duck test against the three's held together (as if
+    one seat held them all): the test before it counted the tricks each suit can be led."""
+    seat, held = search.seat, deal.held
+    others = held[(seat + 1) % 4] | held[(seat + 2) % 4] | held[(seat + 3) % 4]
+    forced = bool(search.flags & (F_WITHHOLDING | F_VOID_DISCARD))
+    return _par_py._ducks_all(held[seat], [others, 0, 0], search.penalty, forced) >= 0
+
+
+def test_a_suit_the_three_can_lead_only_so_often_ducks_as_plain_minimax_says() -> None:
+    # Penalty contracts of every preset and house variant, another seat on lead: where the
+    # hero's cards fail the duck test against the three's cards held together but pass it
+    # counted up to the longest holding of each suit among them (the hero's cards above its
+    # that many lowest never have to be played to the suit), the hero takes nothing more.
+    # Held to minimax on random endings of two to four tricks, and it must fire often.
+    def counted(search: _par_py.ParSearch, deal: Deal, most: int) -> tuple[int, int] | None:
+        if deal.contract == Contract.KOZ or deal.trick or deal.leader == search.seat:
+            return None
+        if _pooled(search, deal) or search._ducks_every_lead(deal) < 0:
+            return None
+        return 0, 0
+
+    seen: Counter[int] = Counter()
+    cases = bound_cases(2027, (2, 3, 4), counted, endings=6000)
+    for case in whole_endings(cases, lambda: sum(seen.values()) >= 50):
+        assert case.holds(), case.where()
+        seen[case.deal.contract] += 1
+    assert sum(seen.values()) >= 50 and len(seen) >= 5, seen
+
+
+def test_a_lone_spade_each_cannot_make_the_heros_nine_win_el_almaz(
+    par_twin: ModuleType,
+) -> None:
+    # El almaz, two tricks left, seat 0 leads. Seat 1's ♠5 ♠9 against the ♠6 ♠7 ♠8 of the
+    # three: held together they could lead the ♠6, then the ♠7 under the ♠9. But each holds
+    # one spade, so spades can be led once, and all three follow: the ♠5 ducks it, the ♠9 is
+    # shed on the clubs. Par 0, settled at the root by the duck test in both twins.
+    held, played = _ending(("6S 2C", "5S 9S", "7S 3C", "8S 4C"))
+    flags = CLASSIC.deal_flags(Contract.EL_ALMAZ)
+    search = _par_py.ParSearch(Contract.EL_ALMAZ, -1, flags)
+    search.seat = 1
+    deal = _par_py._position(held, 0, [], played, 11, Contract.EL_ALMAZ, -1, flags)
+    assert not _pooled(search, deal) and search._ranked_out(deal, 2) == -1
+    assert search._ducks_every_lead(deal) == SUIT_MASKS[SPADES]
+    values, nodes = _values(par_twin, Contract.EL_ALMAZ, held, 0, played)
+    assert values[1] == 0 and nodes[1] == 1
+
+
+def test_a_seat_that_keeps_its_low_card_to_lead_later_beats_the_count_of_tricks(
+    par_twin: ModuleType,
+) -> None:
+    # Son iki's last two tricks, seat 3 leads ♦7. Seat 1's ♦2 ♦Q against ♦8 (seat 0), ♦J ♦A
+    # (seat 2), ♦7 (seat 3): seat 2 holds two diamonds, so two diamond tricks can be led,
+    # and it plays the ♦A to the first, keeps the ♦J and leads it under the ♦Q. The test
+    # counts two rounds, so the ♦Q must lie under the three's second-lowest (♦8): it fails,
+    # as it must: par 1 (the last trick).
+    held, played = _ending(("8D 8H", "2D QD", "JD AD", "JC 7D"))
+    flags = CLASSIC.deal_flags(Contract.SON_IKI)
+    search = _par_py.ParSearch(Contract.SON_IKI, -1, flags)
+    search.seat = 1
+    deal = _par_py._position(held, 3, [], played, 11, Contract.SON_IKI, -1, flags)
+    assert search._ducks_every_lead(deal) == -1
+    values, _nodes = _values(par_twin, Contract.SON_IKI, held, 3, played)
+    assert values[1] == 1

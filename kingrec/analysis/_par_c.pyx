@@ -148,37 +148,46 @@ cdef inline uint64_t winning_rank(const int* trick, int trump) noexcept nogil:
     return <uint64_t>1 << winner if rivals > 1 else 0
 
 
-cdef inline bint ducks_all(uint64_t hero, uint64_t others, uint64_t penalty, bint forced,
+cdef inline bint suit_ducks(uint64_t mine, uint64_t a, uint64_t b, uint64_t c,
+                            uint64_t penalty, bint forced) noexcept nogil:
+    """``_par_py._suit_ducks``: whether the hero holding ``mine`` of a suit loses every
+    trick led in it, the three holding ``a``, ``b``, ``c`` of it."""
+    cdef uint64_t others = a | b | c
+    cdef bint exposed = (mine & penalty) != 0 and (mine & ~penalty) > (
+        mine & penalty & (~(mine & penalty) + 1))
+    if forced and exposed:
+        return high_card(mine) < low_card(others)
+    while mine and (a | b | c):  # round i, while the longest holding lasts (no popcount)
+        if (mine & (~mine + 1)) > (others & (~others + 1)):
+            return False
+        mine &= mine - 1
+        others &= others - 1
+        a &= a - 1
+        b &= b - 1
+        c &= c - 1
+    return True
+
+
+cdef inline bint ducks_all(uint64_t hero, const uint64_t* hands, uint64_t penalty, bint forced,
                            uint64_t* read) noexcept nogil:
     """``_par_py._ducks_all``: whether the hero can lose every trick left, another seat on
-    lead; then ``read`` gets the suits it compared."""
-    cdef uint64_t mine, theirs, suits = 0
+    lead, the three holding ``hands``; then ``read`` gets the suits it compared."""
+    cdef uint64_t mine, suits = 0, m
     cdef int suit
-    cdef bint exposed
     for suit in range(4):
-        mine = hero & SUIT[suit]
-        theirs = others & SUIT[suit]
-        if not mine or not theirs:
+        m = SUIT[suit]
+        mine = hero & m
+        if not mine or not (hands[0] | hands[1] | hands[2]) & m:
             continue
-        suits |= SUIT[suit]
-        exposed = (mine & penalty) != 0 and (mine & ~penalty) > (
-            mine & penalty & (~(mine & penalty) + 1))
-        if forced and exposed:
-            if high_card(mine) > low_card(theirs):
-                return False
-            continue
-        while mine and theirs:
-            if (mine & (~mine + 1)) > (theirs & (~theirs + 1)):
-                return False
-            mine &= mine - 1
-            theirs &= theirs - 1
+        suits |= m
+        if not suit_ducks(mine, hands[0] & m, hands[1] & m, hands[2] & m, penalty, forced):
+            return False
     read[0] = suits
     return True
 
 
-cdef inline bint leads_a_loser(uint64_t hero, const uint64_t* hands, uint64_t others,
-                               uint64_t penalty, bint forced, uint64_t trick_suit,
-                               bint banned) noexcept nogil:
+cdef inline bint leads_a_loser(uint64_t hero, const uint64_t* hands, uint64_t penalty,
+                               bint forced, uint64_t trick_suit, bint banned) noexcept nogil:
     """``_par_py._leads_a_loser``."""
     cdef uint64_t mine, own, beater, under, read
     cdef int suit, k
@@ -193,20 +202,23 @@ cdef inline bint leads_a_loser(uint64_t hero, const uint64_t* hands, uint64_t ot
                 if own & (~own + 1) > beater:
                     beater = own & (~own + 1)
         under = mine & (beater - 1) if beater else 0
-        if under and ducks_all(hero ^ (<uint64_t>1 << high_card(under)), others, penalty,
+        if under and ducks_all(hero ^ (<uint64_t>1 << high_card(under)), hands, penalty,
                                forced, &read):
             return True
     return False
 
 
-cdef inline uint64_t failing_suits(uint64_t hero, uint64_t others, uint64_t penalty,
+cdef inline uint64_t failing_suits(uint64_t hero, const uint64_t* hands, uint64_t penalty,
                                    bint forced) noexcept nogil:
     """``_par_py._failing_suits``."""
-    cdef uint64_t failing = 0, read
+    cdef uint64_t failing = 0, mine, m
     cdef int suit
     for suit in range(4):
-        if not ducks_all(hero & SUIT[suit], others & SUIT[suit], penalty, forced, &read):
-            failing |= SUIT[suit]
+        m = SUIT[suit]
+        mine = hero & m
+        if mine and (hands[0] | hands[1] | hands[2]) & m and not suit_ducks(
+                mine, hands[0] & m, hands[1] & m, hands[2] & m, penalty, forced):
+            failing |= m
     return failing
 
 
@@ -514,25 +526,26 @@ cdef class ParSearch:
         left; then ``read`` gets the suits it compared."""
         cdef int seat = self.seat, suit, k, i, f, high
         cdef uint64_t hero = d.held[seat], penalty = self.penalty, suit_mask, beater, theirs
-        cdef uint64_t under, lead, legal, table = 0
-        cdef uint64_t others = (d.held[(seat + 1) & 3] | d.held[(seat + 2) & 3]
-                                | d.held[(seat + 3) & 3])
+        cdef uint64_t under, lead, legal
+        cdef uint64_t hands[3]
         cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0, lost
+        for k in range(3):
+            hands[k] = d.held[(seat + 1 + k) & 3]
         if d.ntrick == 0:
             if d.leader != seat:
-                return ducks_all(hero, others, penalty, forced, read)
+                return ducks_all(hero, hands, penalty, forced, read)
             legal = deal_legal(d)
             for suit in range(4):
                 suit_mask = SUIT[suit]
                 beater = 0
-                for k in range(1, 4):
-                    theirs = d.held[(seat + k) & 3] & suit_mask
+                for k in range(3):
+                    theirs = hands[k] & suit_mask
                     if theirs & (~theirs + 1) > beater:
                         beater = theirs & (~theirs + 1)
                 under = hero & legal & suit_mask & (beater - 1) if beater else 0
                 if under:
                     lead = <uint64_t>1 << high_card(under)
-                    if ducks_all(hero ^ lead, others, penalty, forced, read):
+                    if ducks_all(hero ^ lead, hands, penalty, forced, read):
                         read[0] |= suit_mask
                         return True
             return False
@@ -545,12 +558,13 @@ cdef class ParSearch:
                 theirs = d.held[f] & suit_mask
                 if theirs & (~theirs + 1) > <uint64_t>1 << high:
                     lost = True
-            if not lost or not ducks_all(hero, others, penalty, forced, read):
+            if not lost or not ducks_all(hero, hands, penalty, forced, read):
                 return False
         else:
+            # _par_py: the hands as they were when the trick was led
             for i in range(d.ntrick):
-                table |= <uint64_t>1 << d.trick[i]
-            if not ducks_all(hero, others | table, penalty, forced, read):
+                hands[((d.leader + i - seat) & 3) - 1] |= <uint64_t>1 << d.trick[i]
+            if not ducks_all(hero, hands, penalty, forced, read):
                 return False
         read[0] |= suit_mask
         return True
@@ -599,11 +613,10 @@ cdef class ParSearch:
         cdef uint64_t hands[3]
         cdef bint banned = (self.flags & F_HEART_LEAD_BAN) != 0 and not d.played & HEARTS_MASK
         cdef bint forced = (self.flags & (F_WITHHOLDING | F_VOID_DISCARD)) != 0
-        cdef uint64_t others, failing
+        cdef uint64_t failing
         for k in range(3):
             hands[k] = d.held[(seat + 1 + k) & 3]
-        others = hands[0] | hands[1] | hands[2]
-        failing = failing_suits(hero, others, penalty, forced)
+        failing = failing_suits(hero, hands, penalty, forced)
         if popcount(failing) > 13:
             return -1  # _par_py: two suits failing
         per_trick = self._trick_units(d)
@@ -614,7 +627,7 @@ cdef class ParSearch:
             while mask:
                 low = mask & (~mask + 1)
                 mask ^= low
-                value = self._exit_after(low, hero ^ low, 0, hands, others, hands, 3,
+                value = self._exit_after(low, hero ^ low, 0, hands, hands, 3,
                                          SUIT[SUIT_OF[low_card(low)]], 0, failing, most,
                                          per_trick, banned)
                 if value < best:
@@ -629,12 +642,12 @@ cdef class ParSearch:
             while mask:
                 low = mask & (~mask + 1)
                 mask ^= low
-                value = self._exit_after(low, hero ^ low, 0, hands, others, hands, 3, SUIT[suit],
+                value = self._exit_after(low, hero ^ low, 0, hands, hands, 3, SUIT[suit],
                                          0, failing, most, per_trick, banned)
                 if value < best:
                     best = value
             if asked:
-                value = self._exit_after(asked, hero ^ asked, 0, hands, others, hands, 3,
+                value = self._exit_after(asked, hero ^ asked, 0, hands, hands, 3,
                                          SUIT[suit], 0, failing, most, per_trick, banned)
                 if value > best:
                     best = value
@@ -649,7 +662,7 @@ cdef class ParSearch:
         units inside a trick, or -1."""
         cdef int seat = self.seat, k, i, n = 0, per_trick, on_table = 0, best, value
         cdef int place = (seat - d.leader) & 3
-        cdef uint64_t hero = d.held[seat], penalty = self.penalty, others, failing
+        cdef uint64_t hero = d.held[seat], penalty = self.penalty, failing
         cdef uint64_t suit_mask = SUIT[SUIT_OF[d.trick[0]]], high, choices, asked
         cdef uint64_t mask, low
         cdef uint64_t hands[3]
@@ -671,8 +684,7 @@ cdef class ParSearch:
             return -1  # _par_py: the hero's card is out
         for k in range(3):
             hands[k] = d.held[(seat + 1 + k) & 3]
-        others = hands[0] | hands[1] | hands[2]
-        failing = failing_suits(hero, others, penalty, forced)
+        failing = failing_suits(hero, hands, penalty, forced)
         if popcount(failing) > 13:
             return -1
         choices = self._follow_choices(hero, suit_mask, &asked)
@@ -681,19 +693,19 @@ cdef class ParSearch:
         while mask:
             low = mask & (~mask + 1)
             mask ^= low
-            value = self._exit_after(low, hero ^ low, on_table, hands, others, to_come, n,
+            value = self._exit_after(low, hero ^ low, on_table, hands, to_come, n,
                                      suit_mask, high, failing, most, per_trick, banned)
             if value < best:
                 best = value
         if asked:
-            value = self._exit_after(asked, hero ^ asked, on_table, hands, others, to_come, n,
+            value = self._exit_after(asked, hero ^ asked, on_table, hands, to_come, n,
                                      suit_mask, high, failing, most, per_trick, banned)
             if value > best:
                 best = value
         return best if best < CANNOT else -1
 
     cdef int _exit_after(self, uint64_t card, uint64_t rest, int units, const uint64_t* hands,
-                         uint64_t others, const uint64_t* to_come, int n, uint64_t suit_mask,
+                         const uint64_t* to_come, int n, uint64_t suit_mask,
                          uint64_t high, uint64_t failing, int most, int per_trick,
                          bint banned) noexcept nogil:
         """``_par_py.ParSearch._exit_after`` (``n`` hands in ``to_come``; CANNOT: the bound
@@ -704,7 +716,7 @@ cdef class ParSearch:
         cdef bint loses
         if failing and not failing & card:
             return CANNOT
-        if not ducks_all(rest, others, penalty, forced, &read):
+        if not ducks_all(rest, hands, penalty, forced, &read):
             return CANNOT
         loses = not card & suit_mask or card < high
         for k in range(n):
@@ -713,7 +725,7 @@ cdef class ParSearch:
                 loses = True
         if loses:
             return 0  # it loses this trick, and every one after
-        if not leads_a_loser(rest, hands, others, penalty, forced, suit_mask, banned):
+        if not leads_a_loser(rest, hands, penalty, forced, suit_mask, banned):
             return CANNOT
         if per_trick >= 0:
             return per_trick

@@ -21,7 +21,8 @@ it fast, and none of it changes a value:
   all the others' cards of its suit wins no trick left (0), and one whose every card is
   above them all, holding every suit they could lead to it, wins every trick and unit left;
   one that can duck every lead (its i-th lowest card of each suit below the others' i-th
-  lowest) wins none either (``_ducks_every_lead``); one whose every card is above them
+  lowest, as often as the suit can still be led) wins none either (``_ducks_every_lead``);
+  one whose every card is above them
   all, with another seat on lead free to lead one of its suits, wins every trick and unit
   left (``_led_into_tops``); one that may have to win the trick about to be played but can
   then lead a loser and duck every lead takes that trick's units at most
@@ -130,12 +131,11 @@ _CANNOT = 99  # an exit ceiling's answer for a card it says nothing of
 
 class _Exits(NamedTuple):
     """What the exit ceilings read once a node: the other three's hands (from the hero's
-    left), their cards together, the hero's suits failing ``_ducks_all``, the units of a
-    trick when the trick is the unit (-1: its penalty cards), whether hearts may not be
-    led yet, and the most the hero can still take."""
+    left), the hero's suits failing ``_ducks_all``, the units of a trick when the trick is
+    the unit (-1: its penalty cards), whether hearts may not be led yet, and the most the
+    hero can still take."""
 
     hands: Sequence[int]
-    others: int
     failing: int
     per_trick: int
     banned: bool
@@ -405,26 +405,26 @@ class ParSearch:
         such card of a suit (the fewer and lower the hero's cards, the easier the test), and
         then needs ``_ducks_all`` without it. Inside a trick, the hero's card already beaten
         or sure to be (a seat to come holding only higher cards of the suit), it needs
-        ``_ducks_all`` of the hands; the hero yet to play, ``_ducks_all`` with the cards on
-        the table counted as the others' (the highest of the suit led so far is one of the
-        others' cards the proof ducks under; more cards of theirs only make the test harder).
+        ``_ducks_all`` of the hands; the hero yet to play, ``_ducks_all`` of the hands as they
+        were when the trick was led, each card on the table back with the seat that played
+        it (the trick is then the first of the rounds the proof ducks, led by another seat).
         What it answers names whole suits (the table's proof allows that): the ones compared,
         and the suit led or the one the hero leads a loser of.
         """
         seat, held, trick, penalty = self.seat, deal.held, deal.trick, self.penalty
         hero = held[seat]
-        others = held[(seat + 1) % 4] | held[(seat + 2) % 4] | held[(seat + 3) % 4]
+        hands = [held[(seat + k) % 4] for k in (1, 2, 3)]
         forced = bool(self.flags & (F_WITHHOLDING | F_VOID_DISCARD))
         if not trick:
             if deal.leader != seat:
-                return _ducks_all(hero, others, penalty, forced)
+                return _ducks_all(hero, hands, penalty, forced)
             legal = deal.legal()
             for suit_mask in SUIT_MASKS:
-                beater = max(_lowest(held[(seat + k) % 4] & suit_mask) for k in (1, 2, 3))
+                beater = max(_lowest(hand & suit_mask) for hand in hands)
                 under = hero & legal & suit_mask & (beater - 1) if beater else 0
                 if under:
                     lead = 1 << (under.bit_length() - 1)
-                    read = _ducks_all(hero ^ lead, others, penalty, forced)
+                    read = _ducks_all(hero ^ lead, hands, penalty, forced)
                     if read >= 0:
                         return read | suit_mask
             return -1
@@ -437,9 +437,14 @@ class ParSearch:
                 _lowest(held[f] & suit_mask) > high for f in later
             ):
                 return -1
-            read = _ducks_all(hero, others, penalty, forced)
+            read = _ducks_all(hero, hands, penalty, forced)
         else:
-            read = _ducks_all(hero, others | sum(1 << c for c in trick), penalty, forced)
+            # The hands as they were when the trick was led: each card on the table back
+            # with the seat that played it.
+            before = hands.copy()
+            for i, card in enumerate(trick):
+                before[(deal.leader + i - seat) % 4 - 1] |= 1 << card
+            read = _ducks_all(hero, before, penalty, forced)
         return read | suit_mask if read >= 0 else -1
 
     def _exits_pay(self, deal: Deal, alpha: int) -> bool:
@@ -480,11 +485,11 @@ class ParSearch:
         ``to_come`` the hands still to play to the trick but the hero's, ``units`` the
         penalty cards on the table; ``_CANNOT`` when the bound says nothing (the proofs are
         with ``_exits_after_this_trick`` and ``_exits_after_the_trick_on_the_table``)."""
-        penalty, others = self.penalty, exits.others
+        penalty = self.penalty
         forced = bool(self.flags & (F_WITHHOLDING | F_VOID_DISCARD))
         if exits.failing and not exits.failing & card:
             return _CANNOT  # a suit failing that the card is not of
-        if _ducks_all(rest, others, penalty, forced) < 0:
+        if _ducks_all(rest, exits.hands, penalty, forced) < 0:
             return _CANNOT
         if (
             not card & suit_mask
@@ -492,7 +497,7 @@ class ParSearch:
             or any(_lowest(hand & suit_mask) > card for hand in to_come)
         ):
             return 0  # it loses this trick, and every one after
-        if not _leads_a_loser(rest, exits.hands, others, penalty, forced, suit_mask, exits.banned):
+        if not _leads_a_loser(rest, exits.hands, penalty, forced, suit_mask, exits.banned):
             return _CANNOT
         if exits.per_trick >= 0:
             return exits.per_trick
@@ -557,7 +562,6 @@ class ParSearch:
         seat, held, penalty = self.seat, deal.held, self.penalty
         hero = held[seat]
         hands = [held[(seat + k) % 4] for k in (1, 2, 3)]
-        others = hands[0] | hands[1] | hands[2]
         forced = bool(self.flags & (F_WITHHOLDING | F_VOID_DISCARD))
         per_trick = self._trick_units(deal)
         banned = bool(self.flags & F_HEART_LEAD_BAN) and not deal.played & _HEARTS
@@ -565,10 +569,10 @@ class ParSearch:
         # Each suit's test of _ducks_all reads that suit alone, and r leaves one suit: with
         # two suits failing nothing passes, and with one only a card of it can (a shortcut
         # to the same answer).
-        failing = _failing_suits(hero, others, penalty, forced)
+        failing = _failing_suits(hero, hands, penalty, forced)
         if failing.bit_count() > 13:
             return -1
-        exits = _Exits(hands, others, failing, per_trick, banned, most)
+        exits = _Exits(hands, failing, per_trick, banned, most)
 
         def after(card: int, suit_mask: int, rest: int) -> int:
             return self._exit_after(card, rest, 0, suit_mask, 0, hands, exits)
@@ -635,14 +639,13 @@ class ParSearch:
             return -1  # the hero's card is out: not this bound's
         hero = held[seat]
         hands = [held[(seat + k) % 4] for k in (1, 2, 3)]
-        others = hands[0] | hands[1] | hands[2]
         forced = bool(self.flags & (F_WITHHOLDING | F_VOID_DISCARD))
-        failing = _failing_suits(hero, others, penalty, forced)
+        failing = _failing_suits(hero, hands, penalty, forced)
         if failing.bit_count() > 13:
             return -1
         banned = bool(self.flags & F_HEART_LEAD_BAN) and not deal.played & _HEARTS
 
-        exits = _Exits(hands, others, failing, per_trick, banned, most)
+        exits = _Exits(hands, failing, per_trick, banned, most)
 
         def after(card: int, rest: int, units: int) -> int:
             return self._exit_after(card, rest, units, suit_mask, high, to_come, exits)
@@ -1260,49 +1263,65 @@ def _level(key: tuple[int, ...], pattern: tuple[tuple[int, int], ...]) -> int:
     return 0
 
 
-def _ducks_all(hero: int, others: int, penalty: int, forced: bool) -> int:
+def _ducks_all(hero: int, hands: Sequence[int], penalty: int, forced: bool) -> int:
     """Penalty contracts, another seat on lead: whether the hero holding ``hero`` can lose
-    every trick left to the others holding ``others``; the suits it compared (every card of
-    each suit both hold), or -1. ``forced``: withholding or a forced discard is in force.
-
-    Suit by suit, with the hero's cards of the suit h1 < h2 < ... and the others' o1 < o2
-    < ..., it is enough that h_i < o_i for each i (so h1 < o1). The hero never wins, so never
-    leads, and answers each trick led in a suit it holds with its highest card below the
-    highest on the trick (the lead is one of the o's, so h1 is below it), void with the top
-    card of any suit: it loses every trick. Each step keeps h_i < o_i: if the highest card so
-    far is o_j, the hero holds at least j cards below it and gives up the highest of them,
-    h_m with m >= j, so for i >= m the new i-th card h_{i+1} is below o_{i+1}, the new i-th
-    of the others' (o_j is gone); a card of the others' leaving only moves their rest up,
-    and a top card of the hero's leaving moves nothing. When the rules choose the hero's
-    card (withholding: a penalty card below the highest on the trick; void discard: a
-    penalty card, or in rıfkı a heart, which the hero picks from the top) they take that
-    same card, unless one of its penalty cards lies below one of its other cards of the
-    suit: such a suit must have every card of the hero's below every one of the others' (o1
-    above h_top), which any card leaving keeps. Neither rule can put a penalty card below
-    another card again, so the test holds for every trick left."""
+    every trick left to the other three holding ``hands``; the suits it compared (every
+    card of each suit both hold), or -1. ``forced``: withholding or a forced discard is in
+    force. Each suit is tested alone (``_suit_ducks``)."""
     read = 0
     for suit_mask in SUIT_MASKS:
-        mine, theirs = hero & suit_mask, others & suit_mask
-        if not mine or not theirs:
+        mine = hero & suit_mask
+        if not mine or not (hands[0] | hands[1] | hands[2]) & suit_mask:
             continue
         read |= suit_mask
-        exposed = mine & penalty and mine & ~penalty > _lowest(mine & penalty)
-        if forced and exposed:
-            if mine.bit_length() > _lowest(theirs).bit_length():
-                return -1  # a card of the hero's above one of theirs
-            continue
-        while mine and theirs:
-            if _lowest(mine) > _lowest(theirs):
-                return -1  # h_i above o_i: the others may make the hero win
-            mine &= mine - 1
-            theirs &= theirs - 1
+        if not _suit_ducks(mine, [hand & suit_mask for hand in hands], penalty, forced):
+            return -1
     return read
+
+
+def _suit_ducks(mine: int, theirs: Sequence[int], penalty: int, forced: bool) -> bool:
+    """Whether the hero, holding ``mine`` of a suit S, loses every trick led in S while it
+    never wins a trick (so never leads), the three holding ``theirs`` of S seat by seat.
+
+    With the hero's cards of S h1 < h2 < ... and the three's together o1 < o2 < ..., and
+    l the longest holding of S among them (the most tricks of S still to be led: every seat
+    holding S follows to each), it is enough that h_i < o_i for each i up to l: the hero's
+    cards above its l lowest never have to be played to a trick of S. The hero plays to
+    each trick led in S its highest card among its l lowest below the highest card on the
+    trick, and sheds the top card of a suit when void in the suit led. Each step keeps the
+    test for the new l' (at most l - 1: each longest holder plays a card of S): if the
+    highest card so far is o_j with j <= l, the hero holds j or more of its l lowest below
+    it and plays h_m, m >= j (holding fewer cards of S, all lie below it, and it plays its
+    top one, which keeps the rest paired), and for i < l the new i-th card is h_i (i < m)
+    or h_{i+1}, below the new i-th of the others' (o_j is gone, so that is at least
+    o_{i+1}); if j > l, it plays h_l (below o_l < o_j) and keeps h_1 .. h_{l-1} under
+    o_1 .. o_{l-1}. A card of the others' leaving only moves their rest up (and l down); a
+    top card of the hero's leaving moves nothing. When the rules choose the hero's card
+    (withholding: a penalty card below the highest on the trick; void discard: a penalty
+    card, or in rıfkı a heart, which the hero picks from the top) they take that same card,
+    or one above its l lowest (which leaves them as they were), unless one of its penalty
+    cards lies below one of its other cards of the suit: such a suit must have every card
+    of the hero's below every one of the others' (o1 above h_top), which any card leaving
+    keeps. Neither rule can put a penalty card below another card again, so the test holds
+    for every trick left. (With l the three's cards of S together, it is the test against
+    one hand holding them all.)"""
+    a, b, c = theirs[0], theirs[1], theirs[2]
+    others = a | b | c
+    exposed = mine & penalty and mine & ~penalty > _lowest(mine & penalty)
+    if forced and exposed:
+        return mine.bit_length() <= _lowest(others).bit_length()
+    while mine and a | b | c:  # round i, while the longest holding lasts
+        if _lowest(mine) > _lowest(others):
+            return False  # h_i above o_i: the others may make the hero win
+        mine &= mine - 1
+        others &= others - 1
+        a, b, c = a & (a - 1), b & (b - 1), c & (c - 1)  # each holder plays one to it
+    return True
 
 
 def _leads_a_loser(
     hero: int,
     hands: Sequence[int],
-    others: int,
     penalty: int,
     forced: bool,
     trick_suit: int,
@@ -1324,16 +1343,18 @@ def _leads_a_loser(
             if own and (own & (own - 1) or (suit_mask != trick_suit and hand & trick_suit)):
                 beater = max(beater, _lowest(own))
         under = mine & (beater - 1) if beater else 0
-        if under and _ducks_all(hero ^ 1 << (under.bit_length() - 1), others, penalty, forced) >= 0:
+        if under and _ducks_all(hero ^ 1 << (under.bit_length() - 1), hands, penalty, forced) >= 0:
             return True
     return False
 
 
-def _failing_suits(hero: int, others: int, penalty: int, forced: bool) -> int:
+def _failing_suits(hero: int, hands: Sequence[int], penalty: int, forced: bool) -> int:
     """The suits (every card of each) whose own test of ``_ducks_all`` fails."""
     failing = 0
     for suit_mask in SUIT_MASKS:
-        if _ducks_all(hero & suit_mask, others & suit_mask, penalty, forced) < 0:
+        mine = hero & suit_mask
+        theirs = [hand & suit_mask for hand in hands]
+        if mine and any(theirs) and not _suit_ducks(mine, theirs, penalty, forced):
             failing |= suit_mask
     return failing
 
