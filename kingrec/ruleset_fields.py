@@ -186,7 +186,8 @@ class _NotPlain(Exception):
 def read_ruleset(raw: bytes) -> SpelledOut | None:
     """What the serialized ``kingrec.v1.Ruleset`` ``raw`` spells out, read without protobuf;
     None when it is not in the plain form (a field twice, an unknown field or wire type, a
-    value out of its range, a non-ASCII preset, truncated bytes): decode it then."""
+    value out of its range, a varint longer than it needs, a non-ASCII preset, truncated
+    bytes): decode it then."""
     try:
         return _read(raw)
     except _NotPlain:
@@ -273,12 +274,15 @@ def _fields(raw: bytes) -> list[tuple[int, int | bytes]]:
 
 
 def _varint(raw: bytes, at: int) -> tuple[int, int]:
-    """The varint at ``at`` (at most 10 bytes) and where the next thing starts."""
+    """The varint at ``at`` and where the next thing starts; in its shortest form only (what
+    writers write: an overlong one, a key of 6 bytes say, is protobuf's to judge)."""
     value = shift = 0
     for i in range(at, min(at + 10, len(raw))):
         byte = raw[i]
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
+            if byte == 0 and i > at:
+                raise _NotPlain
             return value, i + 1
         shift += 7
     raise _NotPlain

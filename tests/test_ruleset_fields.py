@@ -67,6 +67,8 @@ def test_a_ruleset_naming_only_its_preset_resolves_to_the_preset() -> None:
         (b"\x42\x02\x10\x01", "an unknown field of a ContractSet"),
         (b"\xc2\x01\x04\x08\x01\x08\x01", "a scoring field twice"),
         (b"\x18", "a key without its value"),
+        (b"\x98\x80\x80\x80\x80\x00\x05", "an overlong key"),
+        (b"\x18\x85\x00", "an overlong value"),
     ],
 )
 def test_anything_but_the_plain_form_is_left_to_protobuf(raw: bytes, why: str) -> None:
