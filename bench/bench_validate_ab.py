@@ -103,13 +103,41 @@ def main() -> None:
     args = parser.parse_args()
     if not args.old.exists():
         sys.exit(f"no such command: {args.old}")
+    startup: dict[str, list[tuple[float, float]]] = {}
     if args.tiny:
         with tempfile.TemporaryDirectory(prefix="validate-ab-") as tmp:
             tiny = one_match_file(Path(tmp))
-            report("start-up: one match (20 deals)", 0, pairs(args.old, [str(tiny)], args.tiny))
+            startup = pairs(args.old, [str(tiny)], args.tiny)
+            report("start-up: one match (20 deals)", 0, startup)
+    by_jobs = {}
     for jobs in args.jobs:
         times = pairs(args.old, ["--jobs", str(jobs), str(args.file)], args.pairs)
         report(f"{args.file} --jobs {jobs}", args.deals, times)
+        by_jobs[jobs] = times
+    if startup and 1 in by_jobs and 2 in by_jobs:
+        two_cores(startup, by_jobs[1], by_jobs[2])
+
+
+def two_cores(
+    startup: dict[str, list[tuple[float, float]]],
+    one: dict[str, list[tuple[float, float]]],
+    two: dict[str, list[tuple[float, float]]],
+) -> None:
+    """``--jobs 2`` against one job by CPU accounting, for a loaded machine: one job takes
+    its CPU time on a free core; two jobs take the start-up (the serial part before the
+    workers start) then the rest of their CPU shared by two free cores."""
+    print("--jobs 2 over one job, on two free cores (by CPU: one job's CPU / (start-up + the")
+    print("rest of two jobs' CPU / 2)), and by wall time here")
+    for name in ("old", "new"):
+        s = statistics.median(c for c, _ in startup[name])
+        c1 = statistics.median(c for c, _ in one[name])
+        c2 = statistics.median(c for c, _ in two[name])
+        w1 = statistics.median(w for _, w in one[name])
+        w2 = statistics.median(w for _, w in two[name])
+        print(
+            f"  {name}: start-up {s:.3f} s, one job {c1:.3f} s, two jobs {c2:.3f} s CPU: "
+            f"{c1 / (s + (c2 - s) / 2):.2f}x predicted; wall {w1 / w2:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ engine's arguments for it (``replay_args``).
 
 from __future__ import annotations
 
-from enum import IntEnum
 from typing import NamedTuple
 
 from google.protobuf.message import Message
@@ -24,8 +23,15 @@ from ._engine_types import (
 )
 from .cards import mask_of
 from .contracts import Contract
-from .errors import RulesetError
-from .rules import PRESETS, DealerRule, FirstDeclarerRule, RevokeRule, Ruleset, Schedule
+from .rules import Ruleset
+from .ruleset_fields import (
+    ENUM_OPTIONS,
+    SCALAR_OPTIONS,
+    SCORING_FIELDS,
+    SET_OPTIONS,
+    SpelledOut,
+    resolve_ruleset,
+)
 from .v1 import record_pb2 as pb
 
 __all__ = [
@@ -38,6 +44,7 @@ __all__ = [
     "replayable",
     "ruleset_from_proto",
     "ruleset_to_proto",
+    "spelled_out",
     "trump_to_proto",
 ]
 
@@ -144,117 +151,56 @@ def replay_args(deal: pb.Deal, rules: Ruleset) -> ReplayArgs:
 
 
 def ruleset_from_proto(msg: pb.Ruleset) -> Ruleset:
-    """Resolve a record's ruleset: the preset's options, overridden by those spelled out.
+    """Resolve a record's ruleset (``kingrec.ruleset_fields.resolve_ruleset``): the preset's
+    options, overridden by those spelled out.
 
     Raises ``RulesetError`` naming the problem: an unknown preset with options missing, an
     enum value or contract the schema does not know, or a ruleset that cannot be applied.
     """
-    name = msg.preset or ""
-    base = PRESETS.get(name.lower())
-    if base is None:
-        missing = [f for f in _REQUIRED_WITHOUT_PRESET if not _has(msg, f)]
-        if missing:
-            what = f"unknown preset {name!r}" if name else "no preset"
-            raise RulesetError(
-                f"{what} and options not spelled out: {', '.join(missing)} "
-                f"(known presets: {', '.join(PRESETS)})"
-            )
-        base = PRESETS["classic"].replace(preset=name)
-    changes: dict[str, object] = {}
-    for option in _SCALAR_OPTIONS:
-        if _has(msg, option):
-            changes[option] = getattr(msg, option)
-    for option, kind in _ENUM_OPTIONS.items():
-        if _has(msg, option):
-            value = getattr(msg, option)
-            try:
-                changes[option] = kind(value)
-            except ValueError:
-                raise RulesetError(f"ruleset option {option} has unknown value {value}") from None
-    for option in _SET_OPTIONS:
-        if _has(msg, option):
-            changes[option] = frozenset(_contracts(getattr(msg, option).contracts, option))
-    if msg.HasField("fixed_order"):
-        changes["fixed_order"] = tuple(_contracts(msg.fixed_order.contracts, "fixed_order"))
-    if msg.HasField("scoring"):
-        scores = dict(base.scores)
-        for contract, field_name in _SCORING_FIELDS.items():
-            if _has(msg.scoring, field_name):
-                scores[contract] = getattr(msg.scoring, field_name)
-        changes["scores"] = scores
-    return base.replace(**changes) if changes else base
+    return resolve_ruleset(spelled_out(msg))
+
+
+def spelled_out(msg: pb.Ruleset) -> SpelledOut:
+    """What a decoded ruleset spells out: the fields it has, with their values."""
+    options: dict[str, int | bool] = {
+        option: getattr(msg, option)
+        for option in (*SCALAR_OPTIONS, *ENUM_OPTIONS)
+        if _has(msg, option)
+    }
+    sets = {
+        option: list(getattr(msg, option).contracts)
+        for option in (*SET_OPTIONS, "fixed_order")
+        if _has(msg, option)
+    }
+    scoring = (
+        {
+            name: getattr(msg.scoring, name)
+            for name in SCORING_FIELDS.values()
+            if _has(msg.scoring, name)
+        }
+        if msg.HasField("scoring")
+        else None
+    )
+    return SpelledOut(msg.preset or "", options, sets, scoring)
 
 
 def ruleset_to_proto(rules: Ruleset) -> pb.Ruleset:
     """Every option spelled out, so readers need no preset table."""
     msg = pb.Ruleset(preset=rules.preset)
-    for option in _SCALAR_OPTIONS:
+    for option in SCALAR_OPTIONS:
         setattr(msg, option, getattr(rules, option))
-    for option in _ENUM_OPTIONS:
+    for option in ENUM_OPTIONS:
         setattr(msg, option, int(getattr(rules, option)))
-    for option in _SET_OPTIONS:
+    for option in SET_OPTIONS:
         getattr(msg, option).SetInParent()
         getattr(msg, option).contracts.extend(sorted(getattr(rules, option)))
     if rules.fixed_order:
         msg.fixed_order.contracts.extend(pb.Contract.ValueType(c) for c in rules.fixed_order)
-    for contract, field_name in _SCORING_FIELDS.items():
+    for contract, field_name in SCORING_FIELDS.items():
         setattr(msg.scoring, field_name, rules.scores[contract])
     return msg
-
-
-_SCALAR_OPTIONS = (
-    "deal_count",
-    "koz_quota",
-    "penalty_quota",
-    "max_per_penalty",
-    "penalty_only_deals",
-    "first_declarer_card",
-    "must_ruff",
-    "must_overtrump",
-    "must_raise_on_trump_lead",
-    "trump_lead_needs_break",
-    "rifki_heart_after_king",
-    "play_timeout_ms",
-    "trump_timeout_ms",
-)
-_ENUM_OPTIONS: dict[str, type[IntEnum]] = {
-    "schedule": Schedule,
-    "first_declarer": FirstDeclarerRule,
-    "dealer": DealerRule,
-    "revoke": RevokeRule,
-}
-_SET_OPTIONS = ("heart_lead_ban", "withholding", "void_discard", "early_end")
-_SCORING_FIELDS = {
-    Contract.KOZ: "koz_trick",
-    Contract.EL_ALMAZ: "el_almaz_trick",
-    Contract.KUPA: "kupa_heart",
-    Contract.ERKEK: "erkek_card",
-    Contract.KIZ: "kiz_queen",
-    Contract.RIFKI: "rifki_king",
-    Contract.SON_IKI: "son_iki_trick",
-}
-# Without a known preset these must be spelled out; the rest default as in classic.
-_REQUIRED_WITHOUT_PRESET = (
-    "schedule",
-    "deal_count",
-    "must_ruff",
-    "heart_lead_ban",
-    "withholding",
-    "void_discard",
-    "early_end",
-)
 
 
 def _has(msg: Message, name: str) -> bool:
     """Presence of a field named at run time (the typed stubs only take literal names)."""
     return msg.HasField(name)
-
-
-def _contracts(values: object, option: str) -> list[Contract]:
-    out = []
-    for v in values:  # type: ignore[attr-defined]
-        try:
-            out.append(Contract(v))
-        except ValueError:
-            raise RulesetError(f"ruleset option {option} names unknown contract {v}") from None
-    return out

@@ -17,15 +17,17 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from types import ModuleType
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from . import _twins
-from .boundary import ruleset_from_proto
 from .container import FrameRun
 from .findings import CleanMatches, Finding, Location, MatchReport, Severity, limit_report
 from .limits import MAX_FIXED_ORDER, MAX_STRING_BYTES, scan_match_limits, wire_match_id
 from .records import Damage, decode_frame
-from .v1 import record_pb2 as pb
+from .ruleset_fields import SpelledOut, read_ruleset, resolve_ruleset
+
+if TYPE_CHECKING:  # protobuf is loaded only when a record needs it (see _spelled_out)
+    from .v1 import record_pb2 as pb
 
 __all__ = [
     "BATCH",
@@ -76,9 +78,6 @@ class _Checker(Protocol):
     ) -> tuple[int, bytes, int, int, list[int], list[bytes], bytes]: ...
 
 
-_RULESET_SETS = ("fixed_order", "heart_lead_ban", "withholding", "void_discard", "early_end")
-
-
 def _core_params(raw: bytes) -> dict[str, object] | None:
     """A record's ruleset (its raw bytes) as the compiled checker reads it.
 
@@ -87,14 +86,26 @@ def _core_params(raw: bytes) -> dict[str, object] | None:
     reports exactly why.
     """
     try:
-        msg = _ruleset_in_a_match(raw)
-        if len(msg.preset.encode()) > MAX_STRING_BYTES or any(
-            len(getattr(msg, name).contracts) > MAX_FIXED_ORDER for name in _RULESET_SETS
+        spelled = _spelled_out(raw)
+        if len(spelled.preset.encode()) > MAX_STRING_BYTES or any(
+            len(contracts) > MAX_FIXED_ORDER for contracts in spelled.sets.values()
         ):
             return None
-        return ruleset_from_proto(msg).core_params()
+        return resolve_ruleset(spelled).core_params()
     except Exception:  # any doubt sends the record to the reference
         return None
+
+
+def _spelled_out(raw: bytes) -> SpelledOut:
+    """What a record's ruleset spells out: read from the bytes when they are in the plain
+    form writers produce, so that a run of clean records loads no protobuf; else decoded
+    by protobuf, the reference (tests/test_ruleset_fields.py holds the two to one answer)."""
+    spelled = read_ruleset(raw)
+    if spelled is not None:
+        return spelled
+    from .boundary import spelled_out  # here: the plain form needs no protobuf
+
+    return spelled_out(_ruleset_in_a_match(raw))
 
 
 def _ruleset_in_a_match(raw: bytes) -> pb.Ruleset:
@@ -102,6 +113,8 @@ def _ruleset_in_a_match(raw: bytes) -> pb.Ruleset:
     (100 levels of messages and groups) then counts the Match too, as it does when the
     reference decodes the whole record (decoded alone, a ruleset holding groups 100 deep
     passed, while the record holding it is undecodable)."""
+    from .v1 import record_pb2 as pb  # here: see _spelled_out
+
     size, key = len(raw), bytearray(b"\x2a")  # field 5, length-delimited
     while size >= 0x80:
         key.append(size & 0x7F | 0x80)

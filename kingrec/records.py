@@ -16,12 +16,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
 from . import container
 from .errors import RecordFileError, UnreadableFileError
 from .findings import Location
-from .v1 import record_pb2 as pb
+
+if TYPE_CHECKING:  # reading frames loads no protobuf: container.decode_frame does
+    from .v1 import record_pb2 as pb
 
 __all__ = [
     "Damage",

@@ -390,3 +390,53 @@ def test_validating_a_record_seen_twice_loads_the_reference_validator_for_it(
     path = _krec(tmp_path / "twice.krec", payload, payload)
     loaded = loaded_by(tmp_path, "validate", str(path))
     assert "kingrec.validator" in loaded
+
+
+def _simulated_under(rules_name: str, seed: int) -> bytes:
+    from kingrec.rules import PRESETS
+    from kingrec.simulate import simulate_match
+
+    rules = PRESETS["classic"].replace(preset=rules_name)
+    return simulate_match(rules, seed).SerializeToString()
+
+
+def _commands_but(name: str) -> set[str]:
+    from kingrec_cli.main import COMMANDS
+
+    return {module for command, module in COMMANDS.items() if command != name}
+
+
+@pytest.mark.skipif(COMPILED is None, reason="the compiled twins are not built")
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_validating_clean_krec_records_loads_neither_protobuf_nor_another_command(
+    tmp_path: Path, jobs: str
+) -> None:
+    # The compiled checker reads each record's ruleset from its bytes: no protobuf, whose
+    # import was about a quarter of the command's start-up.
+    path = _krec(tmp_path / "two.krec", _simulated(1), _simulated_under("house", 2))
+    loaded = loaded_by(tmp_path, "validate", "--jobs", jobs, str(path))
+    assert {m for m in loaded if m.startswith(("google.protobuf", "kingrec.v1"))} == set()
+    assert loaded & _commands_but("validate") == set()
+    assert "kingrec_cli.validate" in loaded  # ...and the command ran
+
+
+@pytest.mark.skipif(COMPILED is None, reason="the compiled twins are not built")
+def test_validating_a_record_whose_ruleset_is_not_plain_loads_protobuf_for_it(
+    tmp_path: Path,
+) -> None:
+    # The other side of the test above: a preset's name that is not ASCII is left to
+    # protobuf to read (and to check as UTF-8); the record is still clean.
+    path = _krec(tmp_path / "çay.krec", _simulated_under("çay evi", 1))
+    listing = tmp_path / "modules.json"
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", _RUN, str(listing), "validate", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "1 valid, 0 invalid" in result.stdout
+    loaded = set(json.loads(listing.read_text()))
+    assert "kingrec.v1.record_pb2" in loaded
+    assert "kingrec.validator" not in loaded  # the checker vouched for it all the same

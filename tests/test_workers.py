@@ -7,6 +7,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -105,3 +108,84 @@ def test_a_pool_whose_run_failed_is_terminated_and_no_worker_outlives_it() -> No
         assert pool.apply_async(abs, (-3,)).get(timeout=60) == 3
         raise ZeroDivisionError
     assert not any(worker.is_alive() for worker in started)
+
+
+# A worker that takes one of its queues' locks and dies holding it (a killed worker never
+# releases a lock), then the pool is ended as an interrupted run ends it. ``terminate()``
+# waited for ever there: on the task queue's read lock (``_help_stuff_finish``) or on the
+# result queue's write lock (the sentinel it puts for the result handler).
+_DIES_HOLDING_A_LOCK = """
+import multiprocessing, os, signal, sys, time
+from kingrec import workers
+
+def die_holding(which):
+    frame = sys._getframe(1)
+    while frame.f_code.co_name != "worker":  # multiprocessing.pool.worker(inqueue, outqueue..)
+        frame = frame.f_back
+    queue = frame.f_locals[which]
+    (queue._rlock if which == "inqueue" else queue._wlock).acquire()
+    with open(sys.argv[2], "w") as f:
+        f.write(str(os.getpid()))
+    os.kill(os.getpid(), signal.SIGKILL)
+
+if __name__ == "__main__":
+    pool = workers.worker_pool(2, "fork")
+    started = list(pool._pool)
+    pool.apply_async(die_holding, (sys.argv[1],))
+    for _ in range(1200):  # until the lock is held: at most a minute
+        if os.path.exists(sys.argv[2]) and os.path.getsize(sys.argv[2]):
+            break
+        time.sleep(0.05)
+    else:
+        sys.exit("the worker never took the lock")
+    workers.end_pool(pool, ended_well=False)
+    left = [p.pid for p in (*started, *pool._pool, *multiprocessing.active_children())
+            if p.is_alive()]
+    print("ended", left)
+"""
+
+
+@pytest.mark.parametrize("lock", ["inqueue", "outqueue"])
+def test_an_interrupted_pool_ends_though_a_killed_worker_held_a_queue_lock(
+    lock: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "dies_holding.py"
+    script.write_text(_DIES_HOLDING_A_LOCK)
+    result = subprocess.run(
+        [sys.executable, str(script), lock, str(tmp_path / "pid")],
+        capture_output=True,
+        text=True,
+        timeout=60,  # pool.terminate() never returns here: the test fails, it does not hang
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ended []"  # every worker gone, the replacement too
+
+
+def test_an_interrupted_pool_kills_workers_busy_with_a_task() -> None:
+    pool = workers.worker_pool(2, "fork")
+    started = list(pool._pool)  # type: ignore[attr-defined]
+    busy = pool.apply_async(time.sleep, (600,))
+    assert pool.apply_async(abs, (-3,)).get(timeout=60) == 3  # the other one answers
+    workers.end_pool(pool, ended_well=False)
+    assert not any(worker.is_alive() for worker in started)
+    assert not pool._pool or not any(w.is_alive() for w in pool._pool)  # type: ignore[attr-defined]
+    assert not busy.ready()  # abandoned, not waited for
+
+
+def test_the_worker_handler_does_not_wake_for_each_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    # CPython's handler also waited on the result queue's reader: it woke again and again
+    # while each result was being read (1,935 times for 116 results of a validation).
+    wakes: list[int] = []
+    real = multiprocessing.pool.Pool._wait_for_updates  # type: ignore[attr-defined]
+
+    def counted(sentinels: list[object], change_notifier: object, timeout: object = None) -> None:
+        wakes.append(len(sentinels))
+        real(sentinels, change_notifier, timeout)
+
+    monkeypatch.setattr(multiprocessing.pool.Pool, "_wait_for_updates", staticmethod(counted))
+    with workers.run_pool(2) as pool:
+        sizes = pool.map_async(len, [bytes(1 << 18)] * 64, chunksize=1).get(timeout=120)
+        results = pool.map_async(bytes, [1 << 18] * 64, chunksize=1).get(timeout=120)
+    assert sizes == [1 << 18] * 64 and [len(r) for r in results] == sizes
+    assert len(wakes) <= 8  # its first wait, the cache drained twice, the close: not 128

@@ -10,14 +10,11 @@ from __future__ import annotations
 import os
 import zlib
 from collections.abc import Callable, Iterator
-from typing import TypeAlias, cast
-
-from google.protobuf.message import DecodeError
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from .. import _twins
 from ..errors import NotRecordFileError, UnreadableFileError, UnsupportedVersionError
 from ..limits import MAX_FRAME_BYTES
-from ..v1 import record_pb2
 from ._spans import run_zeros
 from .layout import (
     FILE_HEADER,
@@ -33,6 +30,9 @@ from .layout import (
     ReadableBinary,
     Source,
 )
+
+if TYPE_CHECKING:
+    from ..v1 import record_pb2
 
 __all__ = [
     "ScanFrames",
@@ -441,6 +441,12 @@ def _iter_runs(
 
 def decode_frame(frame: Frame) -> record_pb2.Match | FrameDamage:
     """The frame's ``kingrec.v1.Match``, or "undecodable" damage when its payload is none."""
+    # Here, not at the top: reading frames needs no protobuf (a validation of clean records
+    # loads none; see kingrec.fastcheck._spelled_out).
+    from google.protobuf.message import DecodeError
+
+    from ..v1 import record_pb2
+
     try:
         return record_pb2.Match.FromString(frame.payload)
     except DecodeError:
