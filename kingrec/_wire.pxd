@@ -133,7 +133,10 @@ cdef extern from *:
 cdef inline bint tag(const uchar** pp, const uchar* end, uint64_t* field,
                       int* wt) noexcept nogil:
     cdef uint64_t tag
-    if not varint(pp, end, &tag) or tag > U32_MAX or tag >> 3 == 0:
+    cdef const uchar* start = pp[0]
+    # A key of more than five bytes is refused, as protobuf's decoder (upb) refuses it:
+    # otherwise the twins' verdicts on such a record would differ.
+    if not varint(pp, end, &tag) or tag > U32_MAX or tag >> 3 == 0 or pp[0] - start > 5:
         return False
     field[0] = tag >> 3
     wt[0] = <int>(tag & 7)
@@ -144,7 +147,9 @@ cdef inline bint length_delimited(const uchar** pp, const uchar* end, const ucha
                       Py_ssize_t* size) noexcept nogil:
     """Read a length-delimited value: its start and size; the cursor moves past it."""
     cdef uint64_t n
-    if not varint(pp, end, &n) or n > <uint64_t>(end - pp[0]):
+    cdef const uchar* at = pp[0]
+    # (a length of more than five bytes is refused, as upb refuses it: see ``tag``)
+    if not varint(pp, end, &n) or n > <uint64_t>(end - pp[0]) or pp[0] - at > 5:
         return False
     start[0] = pp[0]
     size[0] = <Py_ssize_t>n

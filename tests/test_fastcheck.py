@@ -3,6 +3,7 @@ every other record gets exactly the reference validator's report."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import io
@@ -801,6 +802,62 @@ def test_random_record_edits_are_judged_like_the_reference(name: str, seed: int)
     else:
         deal.auto_plays.append(rng.randrange(len(deal.plays) + 1))
     _assert_same_as_reference(match.SerializeToString())
+
+
+def _varint_spots(data: bytes, lo: int, hi: int, depth: int) -> Iterator[tuple[int, int, int]]:
+    """(start, end, value) of each key, length and varint value in ``data[lo:hi]`` read as
+    a message, and, down to ``depth`` more levels, in the messages its fields hold."""
+    at = lo
+    while at < hi:
+        key, after = _read_varint(data, at)
+        yield at, after, key
+        if key & 7 == 0:
+            value, end = _read_varint(data, after)
+            yield after, end, value
+        elif key & 7 == 2:
+            size, end = _read_varint(data, after)
+            yield after, end, size
+            with contextlib.suppress(IndexError, ValueError):  # bytes that are no message
+                if depth:
+                    yield from list(_varint_spots(data, end, end + size, depth - 1))
+            end += size
+        elif key & 7 in (1, 5):
+            end = after + (8 if key & 7 == 1 else 4)
+        else:
+            raise ValueError("a group")
+        at = end
+
+
+def _padded(value: int, size: int) -> bytes:
+    """``value`` as a varint of exactly ``size`` bytes (padded with continuation bytes)."""
+    return bytes((value >> 7 * i & 0x7F) | (0x80 if i < size - 1 else 0) for i in range(size))
+
+
+@needs_compiled
+def test_a_key_or_length_over_five_bytes_is_refused_by_both_paths_as_protobuf_refuses_it() -> None:
+    """A key or a length may be padded to five bytes; protobuf's decoder refuses one of
+    six or more (a value may take ten), and the checker must say what the reference says:
+    it once vouched for a match whose first key took six bytes. Every key, length and value
+    of a match's own fields and of its first deal's, padded to 5, 6 and 10 bytes."""
+    payload = _payload("classic", 3)
+    spots = list(_varint_spots(payload, 0, len(payload), 0))
+    _, after, _ = next(spot for spot in spots if spot[2] == 8 << 3 | 2)  # a deal's key
+    size, start = _read_varint(payload, after)
+    stop = start + size
+    deal_spots = list(_varint_spots(payload, start, stop, 0))
+    refused = accepted = 0
+    for at, end, value in spots + deal_spots:
+        for width in (5, 6, 10):
+            if width <= end - at:
+                continue
+            padded = payload[:at] + _padded(value, width) + payload[end:]
+            if at >= start:  # inside the deal: the deal's own length grows with it
+                deal = padded[start : stop + width - (end - at)]
+                padded = payload[:after] + _varint(len(deal)) + deal + payload[stop:]
+            outcome = _assert_same_as_reference(padded)
+            refused += outcome is DecodeError
+            accepted += outcome is not DecodeError
+    assert refused >= 20 and accepted >= 10
 
 
 def _overlong(n: int) -> bytes:
