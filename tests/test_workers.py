@@ -113,7 +113,9 @@ def test_a_pool_whose_run_failed_is_terminated_and_no_worker_outlives_it() -> No
 # A worker that takes one of its queues' locks and dies holding it (a killed worker never
 # releases a lock), then the pool is ended as an interrupted run ends it. ``terminate()``
 # waited for ever there: on the task queue's read lock (``_help_stuff_finish``) or on the
-# result queue's write lock (the sentinel it puts for the result handler).
+# result queue's write lock (the sentinel it puts for the result handler). One worker: an
+# idle second one waits for a task holding the task queue's read lock, so the first could
+# not take it (the script then hung, now and then, before it ever ended the pool).
 _DIES_HOLDING_A_LOCK = """
 import multiprocessing, os, signal, sys, time
 from kingrec import workers
@@ -129,7 +131,7 @@ def die_holding(which):
     os.kill(os.getpid(), signal.SIGKILL)
 
 if __name__ == "__main__":
-    pool = workers.worker_pool(2, "fork")
+    pool = workers.worker_pool(1, "fork")
     started = list(pool._pool)
     pool.apply_async(die_holding, (sys.argv[1],))
     for _ in range(1200):  # until the lock is held: at most a minute
