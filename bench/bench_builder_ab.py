@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from bench_breakdown import batches
-from bench_checker_ab import build
+from bench_checker_ab import build, print_ab
 from compiled_only import refuse_pure_twins
 
 from kingrec.fastcheck import _core_params
@@ -111,17 +110,7 @@ def main() -> None:
             f"{args.file}: first {args.matches} matches, {deals} deals; old = {args.old}, "
             f"new = working tree; load average {os.getloadavg()[0]:.1f}"
         )
-        for name in ("old", "new"):
-            t = times[name]
-            print(
-                f"  {name}: CPU ns/deal median {statistics.median(t):7.1f}  fastest "
-                f"{min(t):7.1f}  ({' '.join(f'{x:.0f}' for x in t)})"
-            )
-        ratio = [n / o for n, o in zip(times["new"], times["old"], strict=True)]
-        print(
-            f"  new/old per round: median {statistics.median(ratio):.3f}  fastest-to-fastest "
-            f"{min(times['new']) / min(times['old']):.3f}"
-        )
+        print_ab(times)
 
 
 if __name__ == "__main__":

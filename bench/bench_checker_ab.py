@@ -202,17 +202,22 @@ def main() -> None:
             f"{args.file}: first {args.mbytes} MB, {clean} clean matches, {deals} deals; "
             f"old = {args.old}, new = working tree; load average {os.getloadavg()[0]:.1f}"
         )
-        for name in ("old", "new"):
-            t = times[name]
-            print(
-                f"  {name}: CPU ns/deal median {statistics.median(t):7.1f}  fastest "
-                f"{min(t):7.1f}  ({' '.join(f'{x:.0f}' for x in t)})"
-            )
-        ratio = [n / o for n, o in zip(times["new"], times["old"], strict=True)]
+        print_ab(times)
+
+
+def print_ab(times: dict[str, list[float]]) -> None:
+    """Each build's CPU ns a deal per round, and new over old."""
+    for name in ("old", "new"):
+        t = times[name]
         print(
-            f"  new/old per round: median {statistics.median(ratio):.3f}  fastest-to-fastest "
-            f"{min(times['new']) / min(times['old']):.3f}"
+            f"  {name}: CPU ns/deal median {statistics.median(t):7.1f}  fastest "
+            f"{min(t):7.1f}  ({' '.join(f'{x:.0f}' for x in t)})"
         )
+    ratio = [n / o for n, o in zip(times["new"], times["old"], strict=True)]
+    print(
+        f"  new/old per round: median {statistics.median(ratio):.3f}  fastest-to-fastest "
+        f"{min(times['new']) / min(times['old']):.3f}"
+    )
 
 
 if __name__ == "__main__":
