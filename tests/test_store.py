@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pytest
+from corpus.hostile import varint
 
 from kingrec import _twins
 from kingrec.container import KrecWriter
@@ -292,15 +293,6 @@ def test_a_builder_filled_batch_after_batch_gives_each_batch_the_tables_of_a_new
 # -- ingest ----------------------------------------------------------------------------------
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 def _with_cut_auto_plays(match: pb.Match) -> bytes:
     """``match``'s wire bytes with its first deal's auto plays a varint cut short (a last
     byte that says more follows): bytes protobuf refuses but a reader of fields may pass."""
@@ -310,7 +302,7 @@ def _with_cut_auto_plays(match: pb.Match) -> bytes:
     payload = head.SerializeToString()
     for n, deal in enumerate(match.deals):
         raw = deal.SerializeToString() + (b"\x4a\x01\x80" if n == 0 else b"")
-        payload += b"\x42" + _varint(len(raw)) + raw
+        payload += b"\x42" + varint(len(raw)) + raw
     return payload
 
 
