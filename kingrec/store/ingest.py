@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass, field
@@ -319,9 +320,7 @@ def _reused_ids(ids: list[str], reused: set[Any]) -> dict[str, int] | None:
     first: dict[str, int] = {}
     for n, match_id in enumerate(ids):
         first.setdefault(match_id, -1 if match_id in reused else n)
-    counts: dict[str, int] = {}
-    for match_id in ids:
-        counts[match_id] = counts.get(match_id, 0) + 1
+    counts = Counter(ids)
     return {m: n for m, n in first.items() if n == -1 or counts[m] > 1}
 
 
