@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-from bench_breakdown import KINGREC, batches, child, timed, write_steps
+from bench_breakdown import KINGREC, batches, timed, write_steps
 from compiled_only import refuse_pure_twins
 from with_settings import HERE as WITH_SETTINGS
 from with_settings import duckdb_settings, setting
@@ -88,6 +88,45 @@ STEPS = [*WRITES, "COMMIT"]
 
 
 TARGET = 250_000  # deals a second, wall (issue 17, target 4)
+
+# The launcher's loop: a command line (JSON) in, its wall, CPU, peak RSS and exit code out.
+_LAUNCHER = """
+import json, os, subprocess, sys, time
+for line in sys.stdin:
+    command = json.loads(line)
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    print(json.dumps([time.perf_counter() - started, usage.ru_utime + usage.ru_stime,
+                      usage.ru_maxrss, os.waitstatus_to_exitcode(status)]), flush=True)
+"""
+
+
+class Launcher:
+    """Commands run by a small process started while this one is small. A child's peak RSS
+    counts what it shares with its parent until it has started the command, and this
+    process grows once it has held a file's batches (a second round's ``kingrec ingest``
+    was said to peak at 1,489 MiB where the first's did at 872)."""
+
+    def __init__(self) -> None:
+        command = [sys.executable, "-I", "-S", "-c", _LAUNCHER]
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def run(self, command: list[str]) -> tuple[float, float, int]:
+        """``command`` in a process of its own: wall, CPU seconds, peak RSS (KiB)."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps(command) + "\n")
+        self._process.stdin.flush()
+        wall, used, rss, code = json.loads(self._process.stdout.readline())
+        assert code in (0, 1), command
+        return float(wall), float(used), int(rss)
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait()
 
 
 def prepared_batches(path: Path, folder: str, limit: int | None = None) -> list[Prepared]:
@@ -321,81 +360,97 @@ def main() -> None:
     assert checker_of(_twins.ACTIVE) is not None, "the floor needs the compiled twins"
     settings = dict(args.setting)
     cores = len(os.sched_getaffinity(0))
+    launcher = Launcher()
+    try:
+        for round_ in range(1, args.rounds + 1):
+            one_round(args, round_, path, settings, cores, launcher)
+    finally:
+        launcher.close()
 
-    for round_ in range(1, args.rounds + 1):
-        with tempfile.TemporaryDirectory(dir=OUT) as folder:
-            source = path if args.batches is None else first_batches(path, args.batches, folder)
-            # Alternated: the store's own settings first in odd rounds, second in even ones.
-            order = ["", "B"] if round_ % 2 or not settings else ["B", ""]
-            tags = order if settings else [""]
-            # The commands first, while this process is small: a child's peak RSS counts
-            # what it shares with its parent until it has started the command.
-            ingests = {}
-            for tag in [] if args.no_ingest else tags:
-                db = str(Path(folder, f"ingest{tag}.duckdb"))
-                given = [f"{k}={v}" for k, v in settings.items()]
-                command = [sys.executable, WITH_SETTINGS, *given, "--"] if tag else [str(KINGREC)]
-                ingests[tag] = child([*command, "ingest", "--no-progress", "--db", db, str(source)])
-                for leftover in Path(folder).glob(f"ingest{tag}.duckdb*"):
-                    leftover.unlink()
-            prepared = prepared_batches(source, folder)
-            deals = sum(p.deals for p in prepared)
-            results = {tag: floors(prepared, folder, tag, settings if tag else {}) for tag in tags}
-            times = profiled(prepared, str(Path(folder, "profiled.duckdb"))) if args.profile else {}
-            del prepared
-            queues = None
-            if not args.no_ingest:
-                queues = queued(source, str(Path(folder, "queued.duckdb")))
-        print(f"round {round_}: {path.name}, {deals} deals; load average {os.getloadavg()[0]:.1f}")
-        print(f"  {'layer':<52} {'µs/deal CPU':>11} {'µs/deal wall':>12} {'k deals/s wall':>14}")
-        for tag in tags:
-            steps, f_wall, f_cpu, p_wall, p_cpu = results[tag]
-            named = f" [{', '.join(f'{k}={v}' for k, v in settings.items())}]" if tag else ""
-            if tag or settings:
-                print(f"  floor{named or ' [the store as it is]'}:")
-            for n in steps:
-                step = f"floor: {'INSERT INTO ' if n in WRITES else ''}{n}"
-                print_row(step, steps[n][1], steps[n][0], deals)
-            print_row("floor: DuckDB alone, the whole (open to close)", f_cpu, f_wall, deals)
-            print_row(f"floor, pipelined ({WRITERS} transactions in flight)", p_cpu, p_wall, deals)
-        if settings:
-            _, a_wall, a_cpu, ap_wall, ap_cpu = results[""]
-            _, b_wall, b_cpu, bp_wall, bp_cpu = results["B"]
-            print(
-                f"  with the settings / without: one at a time {b_cpu / a_cpu:.3f}x the CPU, "
-                f"{b_wall / a_wall:.3f}x the wall; pipelined {bp_cpu / ap_cpu:.3f}x the CPU, "
-                f"{bp_wall / ap_wall:.3f}x the wall"
+
+def one_round(
+    args: argparse.Namespace,
+    round_: int,
+    path: Path,
+    settings: dict[str, str],
+    cores: int,
+    launcher: Launcher,
+) -> None:
+    """Round ``round_``: the ingests, the floors, the in-process ingest, printed."""
+    with tempfile.TemporaryDirectory(dir=OUT) as folder:
+        source = path if args.batches is None else first_batches(path, args.batches, folder)
+        # Alternated: the store's own settings first in odd rounds, second in even ones.
+        order = ["", "B"] if round_ % 2 or not settings else ["B", ""]
+        tags = order if settings else [""]
+        # The commands first, before this process holds the round's batches.
+        ingests = {}
+        for tag in [] if args.no_ingest else tags:
+            db = str(Path(folder, f"ingest{tag}.duckdb"))
+            given = [f"{k}={v}" for k, v in settings.items()]
+            command = [sys.executable, WITH_SETTINGS, *given, "--"] if tag else [str(KINGREC)]
+            ingests[tag] = launcher.run(
+                [*command, "ingest", "--no-progress", "--db", db, str(source)]
             )
-        _, f_wall, f_cpu, p_wall, p_cpu = results[""]
-        for tag in [t for t in tags if t in ingests]:
-            i_wall, i_cpu, rss = ingests[tag]
-            named = " with the settings" if tag else ""
-            print_row(f"kingrec ingest{named} ({rss / 1024:.0f} MiB peak)", i_cpu, i_wall, deals)
-        if settings and ingests:
-            (a_wall, a_cpu, a_rss), (b_wall, b_cpu, b_rss) = ingests[""], ingests["B"]
-            print(
-                f"  kingrec ingest with the settings / without: {b_cpu / a_cpu:.3f}x the CPU, "
-                f"{b_wall / a_wall:.3f}x the wall; peak RSS {b_rss} against {a_rss} KiB"
-            )
-        if ingests:
-            i_wall, i_cpu, _ = ingests[""]
-            print(
-                f"  ingest / pipelined floor: {i_wall / p_wall:.2f}x the wall time, "
-                f"{i_cpu / p_cpu:.2f}x the CPU (/ the floor one at a time: {i_wall / f_wall:.2f}x, "
-                f"{i_cpu / f_cpu:.2f}x)"
-            )
-            per = i_cpu / deals * 1e6
-            print(
-                f"  CPU budget: kingrec ingest {per:.2f} µs of CPU a deal on {cores} core(s): "
-                f"at best {cores / per * 1e3:.0f} k deals/s wall; {TARGET // 1000} k deals/s "
-                f"needs at most {cores * 1e6 / TARGET:.2f} µs a deal, every core busy (the "
-                f"pipelined floor alone {p_cpu / deals * 1e6:.2f})"
-            )
-        if queues is not None:
-            print_queues(*queues, deals)
-        if times:
-            print_profile(times, deals)
-        sys.stdout.flush()
+            for leftover in Path(folder).glob(f"ingest{tag}.duckdb*"):
+                leftover.unlink()
+        prepared = prepared_batches(source, folder)
+        deals = sum(p.deals for p in prepared)
+        results = {tag: floors(prepared, folder, tag, settings if tag else {}) for tag in tags}
+        times = profiled(prepared, str(Path(folder, "profiled.duckdb"))) if args.profile else {}
+        del prepared
+        queues = None
+        if not args.no_ingest:
+            queues = queued(source, str(Path(folder, "queued.duckdb")))
+    print(f"round {round_}: {path.name}, {deals} deals; load average {os.getloadavg()[0]:.1f}")
+    print(f"  {'layer':<52} {'µs/deal CPU':>11} {'µs/deal wall':>12} {'k deals/s wall':>14}")
+    for tag in tags:
+        steps, f_wall, f_cpu, p_wall, p_cpu = results[tag]
+        named = f" [{', '.join(f'{k}={v}' for k, v in settings.items())}]" if tag else ""
+        if tag or settings:
+            print(f"  floor{named or ' [the store as it is]'}:")
+        for n in steps:
+            step = f"floor: {'INSERT INTO ' if n in WRITES else ''}{n}"
+            print_row(step, steps[n][1], steps[n][0], deals)
+        print_row("floor: DuckDB alone, the whole (open to close)", f_cpu, f_wall, deals)
+        print_row(f"floor, pipelined ({WRITERS} transactions in flight)", p_cpu, p_wall, deals)
+    if settings:
+        _, a_wall, a_cpu, ap_wall, ap_cpu = results[""]
+        _, b_wall, b_cpu, bp_wall, bp_cpu = results["B"]
+        print(
+            f"  with the settings / without: one at a time {b_cpu / a_cpu:.3f}x the CPU, "
+            f"{b_wall / a_wall:.3f}x the wall; pipelined {bp_cpu / ap_cpu:.3f}x the CPU, "
+            f"{bp_wall / ap_wall:.3f}x the wall"
+        )
+    _, f_wall, f_cpu, p_wall, p_cpu = results[""]
+    for tag in [t for t in tags if t in ingests]:
+        i_wall, i_cpu, rss = ingests[tag]
+        named = " with the settings" if tag else ""
+        print_row(f"kingrec ingest{named} ({rss / 1024:.0f} MiB peak)", i_cpu, i_wall, deals)
+    if settings and ingests:
+        (a_wall, a_cpu, a_rss), (b_wall, b_cpu, b_rss) = ingests[""], ingests["B"]
+        print(
+            f"  kingrec ingest with the settings / without: {b_cpu / a_cpu:.3f}x the CPU, "
+            f"{b_wall / a_wall:.3f}x the wall; peak RSS {b_rss} against {a_rss} KiB"
+        )
+    if ingests:
+        i_wall, i_cpu, _ = ingests[""]
+        print(
+            f"  ingest / pipelined floor: {i_wall / p_wall:.2f}x the wall time, "
+            f"{i_cpu / p_cpu:.2f}x the CPU (/ the floor one at a time: {i_wall / f_wall:.2f}x, "
+            f"{i_cpu / f_cpu:.2f}x)"
+        )
+        per = i_cpu / deals * 1e6
+        print(
+            f"  CPU budget: kingrec ingest {per:.2f} µs of CPU a deal on {cores} core(s): "
+            f"at best {cores / per * 1e3:.0f} k deals/s wall; {TARGET // 1000} k deals/s "
+            f"needs at most {cores * 1e6 / TARGET:.2f} µs a deal, every core busy (the "
+            f"pipelined floor alone {p_cpu / deals * 1e6:.2f})"
+        )
+    if queues is not None:
+        print_queues(*queues, deals)
+    if times:
+        print_profile(times, deals)
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
