@@ -28,16 +28,18 @@ ratios are the ones to compare. Holding a file's batches takes ~20 MB per 1,000 
 
 With ``--setting NAME=VALUE`` (as many as wanted) each round also writes the same batches
 into stores opened with those DuckDB settings besides the store's own (``kingrec.store.db``),
-the two floors alternated (which goes first changes each round), and prints their ratio:
-the way to measure a knob (``allocator_flush_threshold``, ``threads``, ...) side by side.
+and runs a second ``kingrec ingest`` with them (``with_settings.py``), the two of each
+alternated (which goes first changes each round), and prints their ratios: the way to
+measure a knob (``allocator_flush_threshold``, ``threads``, ...) side by side.
 With ``--batches N`` only the file's first N batches are prepared (and ``kingrec ingest``
 is given a file of their records only): the 2 M-deal file's 16 batches held at once take
 ~2 GB. ``--profile`` writes the batches once more with DuckDB's profiler on and prints, per
-statement, the time of each operator (summed over DuckDB's threads, so CPU-like; the
-profiler's own cost included): which part of an INSERT is the Arrow scan, the projection
-(casts to the store's enums) and the insert itself (appending, compressing, writing row
-groups). The floors run with Python's garbage collector paused, as ``kingrec ingest`` does
-(else its walks over the held batches' objects count as DuckDB's).
+statement, the time of each operator (its threads' times summed, waits and the profiler's
+own cost included: read it as shares, not CPU): which part of an INSERT is the Arrow scan,
+the projection (casts to the store's enums) and the insert itself (appending, compressing,
+writing row groups). The floors run with Python's garbage collector paused, as ``kingrec
+ingest`` does (else a collection's walk over the held batches' objects would count as
+DuckDB's).
 
 The CPU budget line: on the cores this process may use, ``kingrec ingest`` cannot take less
 wall time than its CPU time over the cores; the target of 250,000 deals/s wall is 4 µs a
