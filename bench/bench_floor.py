@@ -217,7 +217,7 @@ def profiled(prepared: list[Prepared], path: str) -> dict[str, dict[str, float]]
     (the store's settings, its configuration left unlocked to allow it): each statement's
     seconds by operator, summed over the batches (an operator's own time, summed over
     DuckDB's threads)."""
-    config = store_db._config(True, False)
+    config = store_db._config(False, False)
     config["storage_compatibility_version"] = STORAGE_VERSION
     times: dict[str, dict[str, float]] = {name: {} for name in STEPS}
     con = duckdb.connect(path, config=config)
