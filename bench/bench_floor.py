@@ -3,6 +3,11 @@
     python bench/bench_floor.py                         # bench/out/classic-25000.krec
     python bench/bench_floor.py --file big.krec         # any .krec file of yours
     python bench/bench_floor.py --rounds 3              # floor and ingest alternated 3 times
+    python bench/bench_floor.py --file big.krec --batches 8   # the floor of its first 8 batches
+    python bench/bench_floor.py --setting threads=1     # the floor beside one with DuckDB's
+                                                        # setting changed, alternated
+    python bench/bench_floor.py --profile               # DuckDB's profiler: each statement's
+                                                        # operators, µs a deal
 
 The floor is what DuckDB alone takes to store a file's rows: every batch of the file is
 prepared first (judged and built into the very Arrow tables ``kingrec ingest`` writes, by
@@ -21,6 +26,25 @@ at the speed of DuckDB beneath it), and the same of CPU time. CPU is user + syst
 thread (DuckDB appends on threads of its own); on a shared machine the CPU figures and the
 ratios are the ones to compare. Holding a file's batches takes ~20 MB per 1,000 matches.
 
+With ``--setting NAME=VALUE`` (as many as wanted) each round also writes the same batches
+into stores opened with those DuckDB settings besides the store's own (``kingrec.store.db``),
+and runs a second ``kingrec ingest`` with them (``with_settings.py``), the two of each
+alternated (which goes first changes each round), and prints their ratios: the way to
+measure a knob (``allocator_flush_threshold``, ``threads``, ...) side by side.
+With ``--batches N`` only the file's first N batches are prepared (and ``kingrec ingest``
+is given a file of their records only): the 2 M-deal file's 16 batches held at once take
+~2 GB. ``--profile`` writes the batches once more with DuckDB's profiler on and prints, per
+statement, the time of each operator (its threads' times summed, waits and the profiler's
+own cost included: read it as shares, not CPU): which part of an INSERT is the Arrow scan,
+the projection (casts to the store's enums) and the insert itself (appending, compressing,
+writing row groups). The floors run with Python's garbage collector paused, as ``kingrec
+ingest`` does (else a collection's walk over the held batches' objects would count as
+DuckDB's).
+
+The CPU budget line: on the cores this process may use, ``kingrec ingest`` cannot take less
+wall time than its CPU time over the cores; the target of 250,000 deals/s wall is 4 µs a
+deal, so it needs at most 4 µs times the cores of CPU a deal, with every core busy.
+
 Last, the same ingest once more in this process, through ``IngestPipeline``, to show where
 its threads waited (``IngestPipeline.queues``, wall time per deal): the submitting thread
 preparing batches (and, of that, waiting for the builder thread) or waiting for a writer to
@@ -33,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import queue
 import subprocess
@@ -40,35 +65,95 @@ import sys
 import tempfile
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from bench_breakdown import KINGREC, batches, child, timed, write_steps
+import duckdb
+from bench_breakdown import KINGREC, batches, timed, write_steps
 from compiled_only import refuse_pure_twins
+from with_settings import HERE as WITH_SETTINGS
+from with_settings import duckdb_settings, setting
 
 from kingrec import _twins
+from kingrec.container import KrecWriter
 from kingrec.fastcheck import checker_of
 from kingrec.store import Store
+from kingrec.store import db as store_db
 from kingrec.store.ingest import WRITES, Prepared, new_builder, prepare_batch, write_prepared
 from kingrec.store.pipeline import WRITERS, IngestPipeline, Queues
+from kingrec.store.schema import STORAGE_VERSION
 from kingrec.store.store import BATCH_MATCHES, _collector_paused
 
 OUT = Path(__file__).resolve().parent / "out"
 STEPS = [*WRITES, "COMMIT"]
 
 
-def prepared_batches(path: Path, folder: str) -> list[Prepared]:
-    """Every batch of ``path``, prepared as an ingest into a fresh store prepares them."""
+TARGET = 250_000  # deals a second, wall (issue 17, target 4)
+
+# The launcher's loop: a command line (JSON) in, its wall, CPU, peak RSS and exit code out.
+_LAUNCHER = """
+import json, os, subprocess, sys, time
+for line in sys.stdin:
+    command = json.loads(line)
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    print(json.dumps([time.perf_counter() - started, usage.ru_utime + usage.ru_stime,
+                      usage.ru_maxrss, os.waitstatus_to_exitcode(status)]), flush=True)
+"""
+
+
+class Launcher:
+    """Commands run by a small process started while this one is small. A child's peak RSS
+    counts what it shares with its parent until it has started the command, and this
+    process grows once it has held a file's batches (a second round's ``kingrec ingest``
+    was said to peak at 1,489 MiB where the first's did at 872)."""
+
+    def __init__(self) -> None:
+        command = [sys.executable, "-I", "-S", "-c", _LAUNCHER]
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def run(self, command: list[str]) -> tuple[float, float, int]:
+        """``command`` in a process of its own: wall, CPU seconds, peak RSS (KiB)."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(json.dumps(command) + "\n")
+        self._process.stdin.flush()
+        wall, used, rss, code = json.loads(self._process.stdout.readline())
+        assert code in (0, 1), command
+        return float(wall), float(used), int(rss)
+
+    def close(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait()
+
+
+def prepared_batches(path: Path, folder: str, limit: int | None = None) -> list[Prepared]:
+    """Every batch of ``path`` (the first ``limit``), prepared as an ingest into a fresh
+    store prepares them."""
     out: list[Prepared] = []
     with Store.open(str(Path(folder, "prepare.duckdb"))) as store, ThreadPoolExecutor(1) as helper:
         lookups, builder, key = store.con.cursor(), new_builder(), 1
-        for batch in batches(path, BATCH_MATCHES):
+        for batch in islice(batches(path, BATCH_MATCHES), limit):
             prepared = prepare_batch(
                 lookups, batch, key, pending=out, builder=builder, helper=helper
             )
             key += prepared.stored
             out.append(prepared)
         lookups.close()
+    return out
+
+
+def first_batches(path: Path, limit: int, folder: str) -> Path:
+    """A .krec file of the records of ``path``'s first ``limit`` batches (for the ingest
+    beside a floor of those batches)."""
+    out = Path(folder, f"first-{limit}-batches.krec")
+    payloads = [p for batch in islice(batches(path, BATCH_MATCHES), limit) for p in batch.payloads]
+    with KrecWriter.open(out) as writer:
+        writer.write_all(payloads)
     return out
 
 
@@ -86,7 +171,8 @@ def floor(prepared: list[Prepared], db: str) -> tuple[dict[str, tuple[float, flo
             _, wall, used = timed(lambda: store.con.execute("CHECKPOINT"))
             steps["CHECKPOINT"] = (wall, used)
 
-    _, wall, used = timed(write)
+    with _collector_paused():
+        _, wall, used = timed(write)
     return steps, wall, used
 
 
@@ -121,8 +207,56 @@ def pipelined(prepared: list[Prepared], db: str) -> tuple[float, float]:
                 cursor.close()
             store.con.execute("CHECKPOINT")
 
-    _, wall, used = timed(write)
+    with _collector_paused():
+        _, wall, used = timed(write)
     return wall, used
+
+
+def profiled(prepared: list[Prepared], path: str) -> dict[str, dict[str, float]]:
+    """Write the prepared batches into a fresh store at ``path`` with DuckDB's profiler on
+    (the store's settings, its configuration left unlocked to allow it): each statement's
+    seconds by operator, summed over the batches (an operator's own time, summed over
+    DuckDB's threads)."""
+    config = store_db._config(False, False)
+    config["storage_compatibility_version"] = STORAGE_VERSION
+    times: dict[str, dict[str, float]] = {name: {} for name in STEPS}
+    con = duckdb.connect(path, config=config)
+    try:
+        store_db._create(con)
+        writer = con.cursor()
+        writer.execute("PRAGMA enable_profiling = 'no_output'")
+        for p in prepared:
+            writer.execute("BEGIN")
+            for name, table in p.tables.items():
+                writer.register(name, table)
+            for name, statement in [*WRITES.items(), ("COMMIT", "COMMIT")]:
+                writer.execute(statement)
+                profile = json.loads(writer.get_profiling_information(format="json"))
+                for operator in profile.get("operator", []):
+                    _operator_times(operator, times[name])
+            for name in p.tables:
+                writer.unregister(name)
+            p.release()
+        writer.close()
+    finally:
+        con.close()
+    return times
+
+
+def _operator_times(operator: dict[str, Any], into: dict[str, float]) -> None:
+    name = str(operator.get("name", "?"))
+    into[name] = into.get(name, 0.0) + float(operator.get("timing", 0.0))
+    for child_ in operator.get("children", []):
+        _operator_times(child_, into)
+
+
+def print_profile(times: dict[str, dict[str, float]], deals: int) -> None:
+    """The profiler's times, µs a deal: each statement's operators, the biggest first."""
+    print(f"  DuckDB's profiler, µs a deal by operator (its threads summed), {deals} deals:")
+    for statement, operators in times.items():
+        shown = [(n, t) for n, t in sorted(operators.items(), key=lambda x: -x[1]) if t > 0]
+        text = ", ".join(f"{n} {t / deals * 1e6:.2f}" for n, t in shown) or "-"
+        print(f"    {statement:<13} {text}")
 
 
 def queued(path: Path, db: str) -> tuple[Queues, float, float]:
@@ -161,13 +295,64 @@ def print_queues(queues: Queues, wall: float, used: float, deals: int) -> None:
         print(f"  {label:<52} {cpu_text} {seconds * per:>12.2f}")
 
 
+def as_setting(text: str) -> tuple[str, str]:
+    try:
+        return setting(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def floors(
+    prepared: list[Prepared], folder: str, tag: str, settings: dict[str, str]
+) -> tuple[dict[str, tuple[float, float]], float, float, float, float]:
+    """Both floors (one transaction at a time, pipelined) on copies of the batches, with
+    ``settings`` besides the store's own: the steps, then wall and CPU of each."""
+    with duckdb_settings(settings):
+        steps, f_wall, f_cpu = floor(
+            [dataclasses.replace(p) for p in prepared], str(Path(folder, f"floor{tag}.duckdb"))
+        )
+        p_wall, p_cpu = pipelined(
+            [dataclasses.replace(p) for p in prepared], str(Path(folder, f"pipelined{tag}.duckdb"))
+        )
+    for name in ("floor", "pipelined"):
+        for leftover in Path(folder).glob(f"{name}{tag}.duckdb*"):
+            leftover.unlink()  # the next floors' disk writes meet the same free space
+    return steps, f_wall, f_cpu, p_wall, p_cpu
+
+
+def print_row(label: str, used: float, wall: float, deals: int) -> None:
+    print(
+        f"  {label:<52} {used / deals * 1e6:>11.2f} {wall / deals * 1e6:>12.2f} "
+        f"{deals / wall / 1e3 if wall else 0:>14.0f}"
+    )
+
+
 def main() -> None:
     refuse_pure_twins()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--file", type=Path, help="a .krec file (default: simulated once)")
     parser.add_argument("--matches", type=int, default=25_000, help="matches to simulate")
     parser.add_argument("--rounds", type=int, default=1, help="floor and ingest, alternated")
+    parser.add_argument(
+        "--batches", type=int, help=f"only the file's first N batches ({BATCH_MATCHES} matches)"
+    )
+    parser.add_argument(
+        "--setting",
+        type=as_setting,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a DuckDB setting for a second floor beside the first, alternated (repeatable)",
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="DuckDB's profiler: each statement's operators"
+    )
+    parser.add_argument(
+        "--no-ingest", action="store_true", help="the floors only (no kingrec ingest beside)"
+    )
     args = parser.parse_args()
+    if args.batches is not None and args.batches < 1:
+        parser.error("--batches: at least 1")
     path = args.file or OUT / f"classic-{args.matches}.krec"
     if not path.exists():
         OUT.mkdir(parents=True, exist_ok=True)
@@ -175,44 +360,99 @@ def main() -> None:
         command = [str(KINGREC), "simulate", "--no-progress", "-q", "--seed", "2026"]
         subprocess.run([*command, "--matches", str(args.matches), "-o", str(path)], check=True)
     assert checker_of(_twins.ACTIVE) is not None, "the floor needs the compiled twins"
+    settings = dict(args.setting)
+    cores = len(os.sched_getaffinity(0))
+    launcher = Launcher()
+    try:
+        for round_ in range(1, args.rounds + 1):
+            one_round(args, round_, path, settings, cores, launcher)
+    finally:
+        launcher.close()
 
-    for round_ in range(1, args.rounds + 1):
-        with tempfile.TemporaryDirectory(dir=OUT) as folder:
-            # The command first, while this process is small: a child's peak RSS counts what
-            # it shares with its parent until it has started the command.
-            db = str(Path(folder, "ingest.duckdb"))
-            i_wall, i_cpu, rss = child(
-                [str(KINGREC), "ingest", "--no-progress", "--db", db, str(path)]
+
+def one_round(
+    args: argparse.Namespace,
+    round_: int,
+    path: Path,
+    settings: dict[str, str],
+    cores: int,
+    launcher: Launcher,
+) -> None:
+    """Round ``round_``: the ingests, the floors, the in-process ingest, printed."""
+    with tempfile.TemporaryDirectory(dir=OUT) as folder:
+        source = path if args.batches is None else first_batches(path, args.batches, folder)
+        # Alternated: the store's own settings first in odd rounds, second in even ones.
+        order = ["", "B"] if round_ % 2 or not settings else ["B", ""]
+        tags = order if settings else [""]
+        # The commands first, before this process holds the round's batches.
+        ingests = {}
+        for tag in [] if args.no_ingest else tags:
+            db = str(Path(folder, f"ingest{tag}.duckdb"))
+            given = [f"{k}={v}" for k, v in settings.items()]
+            command = [sys.executable, WITH_SETTINGS, *given, "--"] if tag else [str(KINGREC)]
+            ingests[tag] = launcher.run(
+                [*command, "ingest", "--no-progress", "--db", db, str(source)]
             )
-            prepared = prepared_batches(path, folder)
-            deals = sum(p.deals for p in prepared)
-            copies = [dataclasses.replace(p) for p in prepared]  # each floor lets go of its own
-            steps, f_wall, f_cpu = floor(copies, str(Path(folder, "floor.duckdb")))
-            p_wall, p_cpu = pipelined(prepared, str(Path(folder, "pipelined.duckdb")))
-            del prepared, copies
-            queues, q_wall, q_cpu = queued(path, str(Path(folder, "queued.duckdb")))
-        print(f"round {round_}: {path.name}, {deals} deals; load average {os.getloadavg()[0]:.1f}")
-        print(f"  {'layer':<52} {'µs/deal CPU':>11} {'µs/deal wall':>12} {'k deals/s wall':>14}")
-        rows = [
-            (f"floor: {'INSERT INTO ' if n in WRITES else ''}{n}", *steps[n][::-1]) for n in steps
-        ]
-        rows += [
-            ("floor: DuckDB alone, the whole (open to close)", f_cpu, f_wall),
-            (f"floor, pipelined ({WRITERS} transactions in flight)", p_cpu, p_wall),
-            (f"kingrec ingest, a process ({rss / 1024:.0f} MiB peak)", i_cpu, i_wall),
-        ]
-        for label, used, wall in rows:
-            print(
-                f"  {label:<52} {used / deals * 1e6:>11.2f} {wall / deals * 1e6:>12.2f} "
-                f"{deals / wall / 1e3 if wall else 0:>14.0f}"
-            )
+            for leftover in Path(folder).glob(f"ingest{tag}.duckdb*"):
+                leftover.unlink()
+        prepared = prepared_batches(source, folder)
+        deals = sum(p.deals for p in prepared)
+        results = {tag: floors(prepared, folder, tag, settings if tag else {}) for tag in tags}
+        times = profiled(prepared, str(Path(folder, "profiled.duckdb"))) if args.profile else {}
+        del prepared
+        queues = None
+        if not args.no_ingest:
+            queues = queued(source, str(Path(folder, "queued.duckdb")))
+    print(f"round {round_}: {path.name}, {deals} deals; load average {os.getloadavg()[0]:.1f}")
+    print(f"  {'layer':<52} {'µs/deal CPU':>11} {'µs/deal wall':>12} {'k deals/s wall':>14}")
+    for tag in tags:
+        steps, f_wall, f_cpu, p_wall, p_cpu = results[tag]
+        named = f" [{', '.join(f'{k}={v}' for k, v in settings.items())}]" if tag else ""
+        if tag or settings:
+            print(f"  floor{named or ' [the store as it is]'}:")
+        for n in steps:
+            step = f"floor: {'INSERT INTO ' if n in WRITES else ''}{n}"
+            print_row(step, steps[n][1], steps[n][0], deals)
+        print_row("floor: DuckDB alone, the whole (open to close)", f_cpu, f_wall, deals)
+        print_row(f"floor, pipelined ({WRITERS} transactions in flight)", p_cpu, p_wall, deals)
+    if settings:
+        _, a_wall, a_cpu, ap_wall, ap_cpu = results[""]
+        _, b_wall, b_cpu, bp_wall, bp_cpu = results["B"]
+        print(
+            f"  with the settings / without: one at a time {b_cpu / a_cpu:.3f}x the CPU, "
+            f"{b_wall / a_wall:.3f}x the wall; pipelined {bp_cpu / ap_cpu:.3f}x the CPU, "
+            f"{bp_wall / ap_wall:.3f}x the wall"
+        )
+    _, f_wall, f_cpu, p_wall, p_cpu = results[""]
+    for tag in [t for t in tags if t in ingests]:
+        i_wall, i_cpu, rss = ingests[tag]
+        named = " with the settings" if tag else ""
+        print_row(f"kingrec ingest{named} ({rss / 1024:.0f} MiB peak)", i_cpu, i_wall, deals)
+    if settings and ingests:
+        (a_wall, a_cpu, a_rss), (b_wall, b_cpu, b_rss) = ingests[""], ingests["B"]
+        print(
+            f"  kingrec ingest with the settings / without: {b_cpu / a_cpu:.3f}x the CPU, "
+            f"{b_wall / a_wall:.3f}x the wall; peak RSS {b_rss} against {a_rss} KiB"
+        )
+    if ingests:
+        i_wall, i_cpu, _ = ingests[""]
         print(
             f"  ingest / pipelined floor: {i_wall / p_wall:.2f}x the wall time, "
             f"{i_cpu / p_cpu:.2f}x the CPU (/ the floor one at a time: {i_wall / f_wall:.2f}x, "
             f"{i_cpu / f_cpu:.2f}x)"
         )
-        print_queues(queues, q_wall, q_cpu, deals)
-        sys.stdout.flush()
+        per = i_cpu / deals * 1e6
+        print(
+            f"  CPU budget: kingrec ingest {per:.2f} µs of CPU a deal on {cores} core(s): "
+            f"at best {cores / per * 1e3:.0f} k deals/s wall; {TARGET // 1000} k deals/s "
+            f"needs at most {cores * 1e6 / TARGET:.2f} µs a deal, every core busy (the "
+            f"pipelined floor alone {p_cpu / deals * 1e6:.2f})"
+        )
+    if queues is not None:
+        print_queues(*queues, deals)
+    if times:
+        print_profile(times, deals)
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
