@@ -9,18 +9,20 @@ do. Each run starts the command line (``kingrec_cli.main.run``) under the given 
 with a wrapper that, just before the pool is ended, reads each worker's CPU time, minor
 page faults and context switches from /proc (their work is done by then), and at exit
 this process's own (``RUSAGE_SELF``: its start-up, the pool's threads, the settling and
-printing). A run on a one-match file gives the fixed part: start-up, forking the workers,
-ending them. What two free cores predict: the fixed part, then the rest of all the CPU
-shared by two cores. Beside it, in turn with it, one job (``--jobs 1``) on the same file
-and on the one-match file: the workers' CPU summed against one job's less its start-up
-says whether splitting the work costs more CPU than doing it in one process (issue 17:
-it should not, within 5%). ``wall`` and ``overlap`` (all the CPU over the wall time) say
-how much the processes really ran at once: on a loaded machine they mostly take turns.
+printing, and since the pool judges ranges in this process too, its share of them). A run
+on a one-match file gives the fixed part: start-up, forking the workers, ending them. What
+two free cores predict: the fixed part, then the rest of all the CPU shared by two cores.
+Beside it, in turn with it, one job (``--jobs 1``) on the same file and on the one-match
+file: the split work (this process's rest and the workers' CPU) against one job's less its
+start-up says whether splitting the work costs more CPU than doing it in one process
+(issue 17: it should not, within 5%). ``wall`` and ``overlap`` (all the CPU over the wall
+time) say how much the processes really ran at once: on a loaded machine they take turns.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import tempfile
@@ -90,13 +92,16 @@ class Split:
     workers: list[Worker]
 
 
-def split(python: str, args: list[str]) -> Split:
-    """What one ``kingrec validate ARGS`` cost, process by process."""
-    done = subprocess.run(
-        [python, "-c", _WRAPPER, "validate", "--no-progress", *args],
+def split(python: str, args: list[str], where: Path) -> Split:
+    """What one ``kingrec validate ARGS`` cost, process by process. Run in the folder
+    ``where``: ``python -c`` puts its working directory first on the import path, and run
+    in a checkout it would import that checkout's kingrec whichever interpreter runs it."""
+    done = subprocess.run(  # not resolved: a venv's python is a link out of the venv
+        [os.path.abspath(python), "-c", _WRAPPER, "validate", "--no-progress", *args],
         capture_output=True,
         text=True,
         check=False,
+        cwd=where,
     )
     assert done.returncode in (0, 1), done.stderr
     line = next(x for x in done.stderr.splitlines() if x.startswith("SPLIT "))
@@ -136,7 +141,11 @@ def show(python: str, file: Path, jobs: int, taken: list[Round]) -> None:
     one_fixed = median([r.fixed_one.cpu for r in taken])
     one = median([r.one.cpu for r in taken])
     one_work = median([r.one.cpu - r.fixed_one.cpu for r in taken])
-    ratios = [sum(x.cpu for x in r.jobs.workers) / (r.one.cpu - r.fixed_one.cpu) for r in taken]
+    ratios = [
+        (r.jobs.cpu - r.fixed.cpu + sum(x.cpu for x in r.jobs.workers))
+        / (r.one.cpu - r.fixed_one.cpu)
+        for r in taken
+    ]
     print(f"{file} --jobs {jobs}, {python}: medians of {runs} runs")
     print(f"  this process: {p:.3f} s CPU ({' '.join(f'{r.jobs.cpu:.3f}' for r in taken)});")
     print(f"    of it fixed (a one-match file) {s:.3f} s, the rest {p - s:.3f} s")
@@ -150,7 +159,8 @@ def show(python: str, file: Path, jobs: int, taken: list[Round]) -> None:
     print(f"  one job: {one:.3f} s CPU ({' '.join(f'{r.one.cpu:.3f}' for r in taken)}), of it "
           f"start-up {one_fixed:.3f} s, the rest {one_work:.3f} s; minor faults "
           f"{median([r.one.faults for r in taken]):.0f}")  # fmt: skip
-    print(f"  workers summed / one job's rest: {median(ratios):.3f} (per run "
+    print(f"  the split work (this process's rest + the workers) / one job's rest: "
+          f"{median(ratios):.3f} (per run "
           f"{' '.join(f'{x:.3f}' for x in ratios)})")  # fmt: skip
     predicted = s + (p - s + sum(w)) / 2
     print(f"  two free cores: {s:.3f} + ({p - s:.3f} + {sum(w):.3f}) / 2 = {predicted:.3f} s, "
@@ -170,6 +180,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    args.file = args.file.absolute()
     runs: dict[str, list[Round]] = {p: [] for p in args.python}
     jobs = ["--jobs", str(args.jobs)]
     with tempfile.TemporaryDirectory(prefix="jobs-split-") as tmp:
@@ -178,10 +189,10 @@ def main() -> None:
         subprocess.run([str(kingrec), "simulate", "-o", str(one)], check=True, capture_output=True)
         for _ in range(args.runs):  # the builds in turn, so that they see the same load
             for python in args.python:
-                fixed_one = split(python, ["--jobs", "1", str(one)])
-                single = split(python, ["--jobs", "1", str(args.file)])
-                fixed = split(python, [*jobs, str(one)])
-                several = split(python, [*jobs, str(args.file)])
+                fixed_one = split(python, ["--jobs", "1", str(one)], Path(tmp))
+                single = split(python, ["--jobs", "1", str(args.file)], Path(tmp))
+                fixed = split(python, [*jobs, str(one)], Path(tmp))
+                several = split(python, [*jobs, str(args.file)], Path(tmp))
                 runs[python].append(Round(fixed_one, single, fixed, several))
     for python, taken in runs.items():
         show(python, args.file, args.jobs, taken)
