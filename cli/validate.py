@@ -112,8 +112,8 @@ EXAMPLES = [
     type=click.IntRange(min=0),
     default=1,
     show_default=True,
-    help="Worker processes judging .krec records (0: one per CPU). The report and the exit "
-    "status do not depend on it; JSON records are judged in the main process.",
+    help="Processes judging .krec records: this one and N-1 workers (0: one per CPU). The "
+    "report and the exit status do not depend on it; JSON records are judged in this process.",
 )
 @click.option(
     "--chunk-bytes",

@@ -2,15 +2,19 @@
 
 Judging a run of frames comes in two stages (``kingrec.fastcheck``): the first (the compiled
 checker, the reference validator for the records it cannot vouch for, each record's content
-key) needs nothing but the frames, so worker processes do it; the second (the run-wide
+key) needs nothing but the frames, so any process can do it; the second (the run-wide
 duplicate set) depends on every record before, so this process does it, in file order, with
 the same code as the serial path.
 
-Each file is cut into byte ranges of about ``chunk_bytes``, and this process reads none of
-them. A worker reads its range itself, finds the first frame that starts in it
+``jobs`` processes judge: this one and ``jobs - 1`` workers. Each file is cut into byte
+ranges of about ``chunk_bytes``, sent to the workers in order; when the next range to settle
+is not back yet, this process judges the next range to come itself (``_judge_range``, the
+workers' own call) instead of waiting. So ``--jobs 2`` is two busy processes for two cores,
+not a worker on each core and a third process waking beside them for every result. A range
+is judged by the process that reads it: it finds the first frame that starts in it
 (``find_frame``: a sound header whose payload lies within the file), takes the frames that
 start in the range as the reader takes them (headers, payloads, checksums), does stage one
-of them and sends back what stage two needs: counts, the clean records' keys packed, the
+of them and returns what stage two needs: counts, the clean records' keys packed, the
 few records with something to report. Header-shaped bytes inside a payload could fool a
 sync, so a range is taken only where it follows on: its first frame must start where the
 frames before it end; one that does not is judged again from there. From the first thing
@@ -22,9 +26,10 @@ construction, and only sound stretches are ever split.
 
 Told the files to come (``JudgePool.expect``), the pool sends the ranges of the next files
 while this one is settled, so many small files keep every worker busy too. Only a bounded
-window of ranges is in flight: memory stays flat however big the files. The workers die
-with the pool: closed and joined when the run ends well, terminated when it fails or is
-interrupted, and they end themselves if this process disappears (``kingrec.workers``).
+window of ranges is in flight, and this process judges only a few ahead of the one it
+settles: memory stays flat however big the files. The workers die with the pool: closed and
+joined when the run ends well, terminated when it fails or is interrupted, and they end
+themselves if this process disappears (``kingrec.workers``).
 """
 
 from __future__ import annotations
@@ -72,7 +77,13 @@ __all__ = ["DEFAULT_CHUNK_BYTES", "JudgePool", "can_read_by_offset", "validate_h
 
 DEFAULT_CHUNK_BYTES = 4 << 20  # bytes of a file per range sent to a worker
 MIN_CHUNK_BYTES = 512  # a smaller range would cost more in tasks than it splits
-_WINDOW_PER_JOB = 2  # ranges in flight per worker: one being judged, one waiting
+# Ranges in flight per worker: one being judged, three waiting. This process judges ranges
+# too, holding the GIL for a range at a time (some 10 ms for 4 MiB), and meanwhile sends
+# none: a worker must not run dry in that time.
+_WINDOW_PER_WORKER = 4
+# Most ranges this process has judged ahead of the one it settles: their results are kept
+# until their turn, so memory stays flat whatever the file.
+_AHEAD_HERE = 8
 # Bytes a worker reads past its range at once: the frame that starts in the range and ends
 # past it mostly fits (a longer one is read in a second go).
 _MARGIN = 64 << 10
@@ -139,7 +150,7 @@ def _read_into(fd: int, at: int, offset: int, size: int) -> int:
 def _judge_range(
     path: str, ident: tuple[int, int], name: str, job: _Range, counted: bool, twins_name: str
 ) -> _Taken | None:
-    """Stage one for the frames that start in a range of a file, in a worker (plain,
+    """Stage one for the frames that start in a range of a file, in a worker or here (plain,
     picklable values); None when ``path`` is not the file this process opened."""
     twins = _twins_named(twins_name)
     frames = twins.frames
@@ -250,11 +261,34 @@ class _Plan:
         self.todo = (
             _Range(at, min(at + chunk_bytes, size), at == FILE_HEADER_SIZE) for at in starts
         )
-        self.sent: deque[tuple[_Range, multiprocessing.pool.AsyncResult[_Taken | None]]] = deque()
+        self.sent: deque[tuple[_Range, _Result]] = deque()
+
+
+class _Judged:
+    """A range judged in this process, kept in the order of the ranges sent to the workers
+    (the face of a worker's result that ``JudgePool`` uses)."""
+
+    def __init__(self, taken: _Taken | None) -> None:
+        self._taken = taken
+
+    def ready(self) -> bool:
+        return True
+
+    def get(self) -> _Taken | None:
+        return self._taken
+
+
+if TYPE_CHECKING:  # a range's result: a worker's to come, or judged here
+    _Result = multiprocessing.pool.AsyncResult[_Taken | None] | _Judged
 
 
 class JudgePool:
-    """``jobs`` worker processes judging the frames of one .krec file after another.
+    """``jobs`` processes judging the frames of one .krec file after another: this one and
+    ``jobs - 1`` workers.
+
+    This process settles every range in file order; when the next range to settle is not
+    judged yet, it judges the next range to come itself rather than wait (so on ``jobs``
+    cores there are ``jobs`` busy processes, not one more that wakes to settle).
 
     Use it as a context manager (the workers are stopped on leaving it) and pass it to
     ``kingrec.validation.validate_records``. The workers start with the first range. Tell it
@@ -279,7 +313,8 @@ class JudgePool:
         self._expected: Iterator[str] = iter(())  # files to come, not planned yet
         self._plans: deque[_Plan] = deque()  # planned files, in the order they are judged
         self._unsent: deque[_Plan] = deque()  # those with ranges still to send, in order
-        self._in_flight = 0  # ranges sent whose results are not taken yet
+        self._in_flight = 0  # ranges sent to the workers whose results are not taken yet
+        self._ahead = 0  # ranges judged here whose results are not taken yet
         self._counted = False  # what the files to come are to be judged for
 
     def __enter__(self) -> JudgePool:
@@ -308,6 +343,7 @@ class JudgePool:
             end_pool(pool, ended_well=ended_well)
 
     def _workers(self) -> multiprocessing.pool.Pool:
+        assert self.jobs > 1, "one job has no workers"
         if self._pool is None:
             # fork starts a worker at once, with kingrec already imported; with other
             # threads running (a progress bar's) a forked child could inherit a lock held
@@ -315,7 +351,7 @@ class JudgePool:
             from .workers import worker_pool
 
             method = "fork" if threading.active_count() == 1 else "spawn"
-            self._pool = worker_pool(self.jobs, method)
+            self._pool = worker_pool(self.jobs - 1, method)
         return self._pool
 
     def start(self) -> None:
@@ -323,7 +359,8 @@ class JudgePool:
         runs no other thread (before a progress bar's), they are forked: running in
         milliseconds, kingrec already imported. Started later, with another thread about,
         each is a fresh interpreter (spawned), which costs it some 0.3 s of CPU importing."""
-        self._workers()
+        if self.jobs > 1:
+            self._workers()
 
     def can_split(self, records: RecordFile) -> bool:
         """Whether the workers can read ``records`` themselves: a regular .krec file."""
@@ -344,7 +381,7 @@ class JudgePool:
         self, records: RecordFile, *, count_clean: bool, seen: set[int]
     ) -> Iterator[Verdict]:
         """``kingrec.fastcheck.validate_runs`` of a .krec file (``can_split``), stage one in
-        the workers: the same items, in the same order."""
+        the workers and here: the same items, in the same order."""
         with _reopened(records) as f:
             if f is None:
                 # Gone, or the name stands for another file now: the open one, judged here.
@@ -407,45 +444,73 @@ class JudgePool:
 
     def _drop(self, plan: _Plan) -> None:
         """Forget a plan's results to come (the workers finish them; nobody reads them)."""
-        self._in_flight -= len(plan.sent)
+        here = sum(isinstance(result, _Judged) for _, result in plan.sent)
+        self._ahead -= here
+        self._in_flight -= len(plan.sent) - here
         plan.sent.clear()
         with contextlib.suppress(ValueError):
             self._unsent.remove(plan)
 
-    def _send(self, plan: _Plan, job: _Range) -> multiprocessing.pool.AsyncResult[_Taken | None]:
+    def _send(self, plan: _Plan, job: _Range, *, here: bool = False) -> _Result:
+        """A range to a worker, or (``here``) judged in this process now: the same call."""
         args = (plan.path, plan.ident, plan.path, job, plan.counted, self.twins.name)
+        if here:
+            return _Judged(_judge_range(*args))
         return self._workers().apply_async(_judge_range, args)
 
-    def _feed(self) -> None:
-        """Send ranges, in the order they are settled, until the window is full."""
-        window = _WINDOW_PER_JOB * self.jobs
-        while self._in_flight < window:
+    def _to_come(self) -> tuple[_Plan, _Range] | None:
+        """The next range to judge, in the order they are settled (None: none left)."""
+        while True:
             if not self._unsent:
                 for path in self._expected:
                     self._add(self._plan(path))
                     if self._unsent:
                         break
                 else:
-                    return
+                    return None
             plan = self._unsent[0]
             job = next(plan.todo, None)
-            if job is None:
-                self._unsent.popleft()
-                continue
+            if job is not None:
+                return plan, job
+            self._unsent.popleft()
+
+    def _feed(self) -> None:
+        """Send ranges to the workers, in the order they are settled, until the window is
+        full."""
+        window = _WINDOW_PER_WORKER * (self.jobs - 1)
+        while self._in_flight < window and (got := self._to_come()) is not None:
+            plan, job = got
             plan.sent.append((job, self._send(plan, job)))
             self._in_flight += 1
 
+    def _judge_ahead(self) -> bool:
+        """Judge the next range to come here, instead of waiting; False when none is left or
+        enough are judged ahead."""
+        if self._ahead >= _AHEAD_HERE or (got := self._to_come()) is None:
+            return False
+        plan, job = got
+        plan.sent.append((job, self._send(plan, job, here=True)))
+        self._ahead += 1
+        return True
+
     def _next(self, plan: _Plan) -> tuple[_Range, _Taken | None] | None:
-        """The next range of the file being judged with what the worker took of it; None
-        when every range is done."""
+        """The next range of the file being judged with what was taken of it; None when
+        every range is done."""
         if not plan.sent:  # the window is full of later files' ranges: this one's first
             job = next(plan.todo, None)
             if job is None:
                 return None
-            plan.sent.append((job, self._send(plan, job)))
-            self._in_flight += 1
-        job, result = plan.sent.popleft()
-        self._in_flight -= 1
+            plan.sent.append((job, self._send(plan, job, here=True)))
+            self._ahead += 1
+        job, result = plan.sent[0]
+        # Not judged yet by its worker: this process judges the ranges to come meanwhile.
+        while not result.ready() and self._judge_ahead():
+            pass
+        plan.sent.popleft()
+        if isinstance(result, _Judged):
+            self._ahead -= 1
+        else:
+            self._in_flight -= 1
         taken = result.get()
         self._feed()  # the workers go on while this range is settled
         return job, taken
@@ -464,7 +529,7 @@ class JudgePool:
                 # Not following on (a sync on frame-shaped bytes inside a payload, or no
                 # sound frame where the frames before end): judged again from there.
                 again = _Range(at, job.stop, known=True)
-                taken = self._send(plan, again).get()
+                taken = self._send(plan, again, here=True).get()
             if taken is None:
                 break  # not the file this process opened any more: the reader's
             yield from _settle_taken(taken, index, fd, name, seen, twins)

@@ -8,6 +8,7 @@ standard error) with the serial run, on the compiled twins and on the pure-Pytho
 
 from __future__ import annotations
 
+import multiprocessing.pool
 import os
 import shutil
 import signal
@@ -194,6 +195,103 @@ def test_the_workers_judge_the_spans_of_a_sound_file(files: dict[str, Path], thr
     ]
 
 
+def _judged_where(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, bool]]:
+    """Each range the pool judges, in the order they are handed out: (path, start, judged
+    in this process)."""
+    judged: list[tuple[str, int, bool]] = []
+    send = JudgePool._send
+
+    def noted(self: JudgePool, plan: Any, job: Any, *, here: bool = False) -> Any:
+        judged.append((plan.path, job.start, here))
+        return send(self, plan, job, here=here)
+
+    monkeypatch.setattr(JudgePool, "_send", noted)
+    return judged
+
+
+@pytest.mark.parametrize("case", ["big", "repeats across files"])
+def test_two_jobs_are_this_process_and_one_worker_judging_each_range_once(
+    files: dict[str, Path], case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--jobs 2`` is one worker beside this process (two busy processes for two cores):
+    every range of these sound files is judged once, by one or the other, in file order,
+    and the items are one job's."""
+    judged = _judged_where(monkeypatch)
+    paths = _paths(files, case)
+    workers = []
+    parallel: list[object] = []
+    with JudgePool(2, chunk_bytes=3000) as pool:
+        pool.expect(paths, count_clean=True)
+        pool.start()
+        assert pool._pool is not None
+        workers = list(pool._pool._pool)  # type: ignore[attr-defined]
+        seen: set[int] = set()
+        for path in paths:
+            with open_records(path) as records:
+                parallel.append(
+                    _items(validate_records(records, count_clean=True, seen=seen, pool=pool))
+                )
+    assert len(workers) == 1
+    seen = set()
+    serial = []
+    for path in paths:
+        with open_records(path) as records:
+            serial.append(_items(validate_records(records, count_clean=True, seen=seen)))
+    assert parallel == serial
+    handed = [(path, start) for path, start, _ in judged]
+    assert len(set(handed)) == len(handed)  # none judged twice (no range follows on badly)
+    sizes = [os.path.getsize(path) for path in paths]
+    ranges = [(p, at) for p, n in zip(paths, sizes, strict=True) for at in range(HEADER, n, 3000)]
+    assert handed == ranges
+
+
+def test_while_a_worker_is_not_done_this_process_judges_the_ranges_to_come(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held as if its worker never had a result ready, this process judges the ranges to
+    come itself, never more than ``_AHEAD_HERE`` ahead of the one it settles (then it
+    waits), and the items are still one job's."""
+    judged = _judged_where(monkeypatch)
+    ahead: list[int] = []
+    pool = JudgePool(2, chunk_bytes=1000)
+
+    def not_yet(result: object) -> bool:
+        ahead.append(pool._ahead)
+        return False
+
+    def get(result: Any, timeout: float | None = None) -> Any:  # as CPython's, but for ready()
+        result.wait(timeout)
+        if result._success:
+            return result._value
+        raise result._value
+
+    monkeypatch.setattr(multiprocessing.pool.ApplyResult, "ready", not_yet)
+    monkeypatch.setattr(multiprocessing.pool.ApplyResult, "get", get)
+    path = str(files["invalid among valid"])
+    with pool, open_records(path) as records:
+        parallel = _items(validate_records(records, count_clean=True, seen=set(), pool=pool))
+    with open_records(path) as records:
+        assert parallel == _items(validate_records(records, count_clean=True, seen=set()))
+    here = [start for _, start, by_here in judged if by_here]
+    there = [start for _, start, by_here in judged if not by_here]
+    assert here and there
+    assert max(ahead) == judges._AHEAD_HERE  # as far ahead as allowed, and no further
+
+
+def test_one_job_in_a_pool_judges_every_range_here_and_starts_no_worker(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judged = _judged_where(monkeypatch)
+    path = str(files["damage and a truncated tail"])
+    with JudgePool(1, chunk_bytes=3000) as pool, open_records(path) as records:
+        pool.start()
+        parallel = _items(validate_records(records, count_clean=True, seen=set(), pool=pool))
+        assert pool._pool is None
+    with open_records(path) as records:
+        assert parallel == _items(validate_records(records, count_clean=True, seen=set()))
+    assert judged and all(here for _, _, here in judged)
+
+
 @pytest.mark.parametrize("change", ["replaced", "removed"])
 def test_a_file_replaced_or_removed_after_it_was_opened_is_judged_as_opened(
     files: dict[str, Path], tmp_path: Path, change: str
@@ -265,12 +363,13 @@ def test_ctrl_c_during_several_jobs_exits_130_and_leaves_no_worker(
 ) -> None:
     """SIGINT to the process group, as a terminal sends it, while the workers are busy: the
     command is held mid-run by not reading its output (its report is far bigger than a
-    pipe), and the signal is sent once both workers ignore SIGINT (their start is done)."""
+    pipe), and the signal is sent once both workers ignore SIGINT (their start is done).
+    Three jobs: the command and two workers."""
     big = files["big"].read_bytes()
     held = tmp_path / "held.krec"
     held.write_bytes(big + big[HEADER:] * 20)  # 1260 records, each reported with --all
     proc = subprocess.Popen(
-        [KINGREC, "validate", "--json", "--all", "--jobs", "2", "--chunk-bytes", "3000", str(held)],
+        [KINGREC, "validate", "--json", "--all", "--jobs", "3", "--chunk-bytes", "3000", str(held)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -306,11 +405,12 @@ def test_with_a_progress_bar_the_workers_are_still_forked_not_spawned(
     files: dict[str, Path], tmp_path: Path
 ) -> None:
     """The bar runs a thread; the workers are started before it, so they are forks of the
-    command (each spawned interpreter would spend some 0.3 s of CPU importing kingrec)."""
+    command (each spawned interpreter would spend some 0.3 s of CPU importing kingrec).
+    Three jobs: the command and two workers."""
     big = files["big"].read_bytes()
     held = tmp_path / "held.krec"
     held.write_bytes(big + big[HEADER:] * 20)
-    command = [KINGREC, "validate", "--progress", "--json", "--all", "--jobs", "2", str(held)]
+    command = [KINGREC, "validate", "--progress", "--json", "--all", "--jobs", "3", str(held)]
     proc = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
@@ -506,9 +606,9 @@ def test_frames_hidden_in_a_payload_do_not_fool_the_sync(
     sent: list[tuple[int, bool]] = []
     send = JudgePool._send
 
-    def noted(self: JudgePool, plan: Any, job: Any) -> Any:
+    def noted(self: JudgePool, plan: Any, job: Any, *, here: bool = False) -> Any:
         sent.append((job.start, job.known))
-        return send(self, plan, job)
+        return send(self, plan, job, here=here)
 
     monkeypatch.setattr(JudgePool, "_send", noted)
     with open_records(str(path)) as records:
@@ -674,13 +774,13 @@ def test_a_file_changed_while_the_command_runs_is_reported_as_one_job_reports_it
 
 
 def _noting_sends(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The path of each range the pool sends to a worker, in the order sent."""
+    """The path of each range the pool judges (in a worker or here), in the order sent."""
     sent: list[str] = []
     send = JudgePool._send
 
-    def noted(self: JudgePool, plan: Any, job: Any) -> Any:
+    def noted(self: JudgePool, plan: Any, job: Any, *, here: bool = False) -> Any:
         sent.append(plan.path)
-        return send(self, plan, job)
+        return send(self, plan, job, here=here)
 
     monkeypatch.setattr(JudgePool, "_send", noted)
     return sent
