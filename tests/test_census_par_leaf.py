@@ -1,0 +1,62 @@
+"""bench/census_par_leaf.py: the census of the nodes by tricks left counts the reference's
+own tree (docs/ANALYSIS.md, "The last tricks")."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_par import _random_ending
+
+from kingrec.analysis import _par_py
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_leaf_census_counts_the_reference_tree_node_for_node(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from census_par_leaf import BUCKETS, LeafCensus, _check
+
+    rng = random.Random(77)
+    seen = set()
+    for _ in range(40):
+        deal, _rules = _random_ending(rng, rng.choice((3, 4, 5)))
+        seat = rng.randrange(4)
+        searches = [
+            twin(deal.contract, deal.trump, deal.flags) for twin in (_par_py.ParSearch, LeafCensus)
+        ]
+        values = [
+            s.units_left(seat, deal.held, deal.leader, deal.trick, deal.played, len(deal.winners))
+            for s in searches
+        ]
+        reference, census = searches
+        assert isinstance(census, LeafCensus)
+        assert values[0] == values[1]
+        assert (census.nodes, census.tt_probes, census.tt_cuts) == (
+            reference.nodes,
+            reference.tt_probes,
+            reference.tt_cuts,
+        )
+        _check(census)  # the rows add up to the search's own counters
+        for at, row in census.census.items():
+            assert at in BUCKETS
+            assert row["opened"] + row["cuts"] <= row["nodes"]
+            assert row["cuts"] <= row["hits"] <= row["probes"] <= row["starts"]
+            if row["nodes"]:
+                seen.add(at)
+    assert {"1", "2", "3", "4", "5+"} <= seen
+
+
+def test_the_leaf_census_runs_on_the_bench_deals() -> None:
+    result = subprocess.run(
+        [sys.executable, "census_par_leaf.py", "--deals", "2", "--tricks", "10", "--nodes", "5000"],
+        capture_output=True, text=True, cwd=ROOT / "bench", check=False, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("from trick 10 (")
+    assert "  all (" in result.stdout and " 2 left: " in result.stdout
