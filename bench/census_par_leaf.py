@@ -9,6 +9,10 @@ into the table and their hits are counted where they are made (trick starts).
 
     python bench/census_par_leaf.py --deals 20 --tricks 5 --nodes 300000
 
+``--reference FILE`` takes the census of another build's pure twin (a ``_par_py.py``: main's,
+from ``git show``, or a variant being weighed), loaded inside the package for its relative
+imports.
+
 It runs on the bench's classic deals (``bench_par``'s, seed 18), par for all four seats from
 the first play of the given trick, each deal within a node budget (the deals cut by it are
 counted as far as they got).
@@ -17,9 +21,12 @@ counted as far as they got).
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
 import time
 import types
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from bench_par import CLASSIC, _deals
@@ -34,12 +41,31 @@ BUCKETS = ("1", "2", "3", "4", "5+")
 FIELDS = ("nodes", "starts", "opened", "probes", "hits", "cuts")
 
 
+def _reference(path: Path | None) -> types.ModuleType:
+    """The pure twin to count: this tree's, or the ``_par_py.py`` at ``path``."""
+    if path is None:
+        return _par_py
+    spec = importlib.util.spec_from_file_location("kingrec.analysis._par_leaf_census", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"{path}: not a module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# (the class below subclasses it, so it is read before the arguments are parsed)
+REFERENCE = _reference(
+    Path(sys.argv[sys.argv.index("--reference") + 1]) if "--reference" in sys.argv else None
+)
+
+
 def _bucket(deal: Any) -> str:
     left = 13 - len(deal.winners)
     return BUCKETS[min(left, 5) - 1]
 
 
-class LeafCensus(_par_py.ParSearch):
+class LeafCensus(REFERENCE.ParSearch):  # type: ignore[name-defined,misc]
     """The pure twin, counting its nodes by tricks left."""
 
     def __init__(self, contract: int, trump: int, flags: int) -> None:
@@ -97,6 +123,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=18)
     parser.add_argument("--tricks", type=int, nargs="+", default=[5], help="par from these")
     parser.add_argument("--nodes", type=int, default=300_000, help="node budget per deal")
+    parser.add_argument(
+        "--reference", type=Path, help="another build's _par_py.py (default: this tree's)"
+    )
     args = parser.parse_args()
     module = types.ModuleType("leaf_census_twin")
     module.ParSearch = LeafCensus  # type: ignore[attr-defined]

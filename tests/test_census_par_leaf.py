@@ -4,6 +4,7 @@ own tree (docs/ANALYSIS.md, "The last tricks")."""
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -52,11 +53,19 @@ def test_the_leaf_census_counts_the_reference_tree_node_for_node(
     assert {"1", "2", "3", "4", "5+"} <= seen
 
 
-def test_the_leaf_census_runs_on_the_bench_deals() -> None:
+def _census(*args: str) -> str:
     result = subprocess.run(
-        [sys.executable, "census_par_leaf.py", "--deals", "2", "--tricks", "10", "--nodes", "5000"],
+        [sys.executable, "census_par_leaf.py", "--deals", "2", "--tricks", "10", "--nodes",
+         "5000", *args],
         capture_output=True, text=True, cwd=ROOT / "bench", check=False, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("from trick 10 (")
-    assert "  all (" in result.stdout and " 2 left: " in result.stdout
+    return re.sub(r"\(\d+ s CPU\)", "(CPU)", result.stdout)
+
+
+def test_the_leaf_census_runs_on_the_bench_deals_and_on_another_builds_reference() -> None:
+    own = _census()
+    assert own.startswith("from trick 10 (CPU):\n")
+    assert "  all (" in own and " 2 left: " in own
+    reference = ROOT / "kingrec" / "analysis" / "_par_py.py"
+    assert _census("--reference", str(reference)) == own  # the same twin, loaded apart
