@@ -61,7 +61,9 @@ REFERENCE = _reference(
 
 
 def _bucket(deal: Any) -> str:
-    left = 13 - len(deal.winners)
+    """The tricks left (a deal over after the last trick, below a root inside it, counts
+    with the last trick)."""
+    left = max(13 - len(deal.winners), 1)
     return BUCKETS[min(left, 5) - 1]
 
 
@@ -71,8 +73,7 @@ class LeafCensus(REFERENCE.ParSearch):  # type: ignore[name-defined,misc]
     def __init__(self, contract: int, trump: int, flags: int) -> None:
         super().__init__(contract, trump, flags)
         self.census: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(FIELDS, 0))
-        self._at = "5+"
-        self._window = (0, 0)
+        self._at = "5+"  # where the node under way lies (its look is counted there)
 
     def _search(self, deal: Any, alpha: int, beta: int) -> int:
         at = _bucket(deal)
@@ -81,7 +82,6 @@ class LeafCensus(REFERENCE.ParSearch):  # type: ignore[name-defined,misc]
         if not deal.trick:
             row["starts"] += 1
         self._at = at
-        self._window = (alpha, beta)
         return int(super()._search(deal, alpha, beta))
 
     def _moves(self, deal: Any) -> list[int]:

@@ -53,6 +53,22 @@ def test_the_leaf_census_counts_the_reference_tree_node_for_node(
     assert {"1", "2", "3", "4", "5+"} <= seen
 
 
+def test_a_node_past_the_last_trick_counts_with_the_last_trick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    from census_par_leaf import LeafCensus
+
+    rng = random.Random(5)
+    endings = (_random_ending(rng, 1)[0] for _ in range(100))
+    # the last trick's fourth card to play
+    deal = next(d for d in endings if len(d.trick) == 3 and len(d.winners) == 12)
+    census = LeafCensus(deal.contract, deal.trump, deal.flags)
+    census.units_left(0, deal.held, deal.leader, deal.trick, deal.played, len(deal.winners))
+    assert census.nodes == 2  # the fourth card, then the deal over
+    assert dict(census.census)["1"]["nodes"] == 2 and set(census.census) == {"1"}
+
+
 def _census(*args: str) -> str:
     result = subprocess.run(
         [sys.executable, "census_par_leaf.py", "--deals", "2", "--tricks", "10", "--nodes",
