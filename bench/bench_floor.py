@@ -379,6 +379,7 @@ def one_round(
     launcher: Launcher,
 ) -> None:
     """Round ``round_``: the ingests, the floors, the in-process ingest, printed."""
+    OUT.mkdir(parents=True, exist_ok=True)  # a fresh clone has no bench/out
     with tempfile.TemporaryDirectory(dir=OUT) as folder:
         source = path if args.batches is None else first_batches(path, args.batches, folder)
         # Alternated: the store's own settings first in odd rounds, second in even ones.
