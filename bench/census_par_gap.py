@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from bench_par import CLASSIC, _deals
+from reference_twin import reference_from_argv
 
-from kingrec.analysis import _par_py
 from kingrec.analysis.par import Budget, Solver, deal_par
 from kingrec.boundary import engine_trump
 from kingrec.contracts import Contract
@@ -55,23 +55,7 @@ def unpaired(mine: int, theirs: int) -> int:
     return len(hs) - pairs
 
 
-def _reference(path: Path | None) -> types.ModuleType:
-    """The pure twin to take the census of: this tree's, or another build's ``_par_py.py``
-    (say main's, from ``git show``), loaded inside the package for its relative imports."""
-    if path is None:
-        return _par_py
-    spec = importlib.util.spec_from_file_location("kingrec.analysis._par_census", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"{path}: not a module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-REFERENCE = _reference(
-    Path(sys.argv[sys.argv.index("--reference") + 1]) if "--reference" in sys.argv else None
-)
+REFERENCE = reference_from_argv("_par_census")
 SUIT_MASKS = REFERENCE.SUIT_MASKS
 _HEARTS = REFERENCE._HEARTS
 

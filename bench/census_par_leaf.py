@@ -21,8 +21,6 @@ counted as far as they got).
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 import time
 import types
 from collections import defaultdict
@@ -30,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from bench_par import CLASSIC, _deals
+from reference_twin import reference_from_argv
 
-from kingrec.analysis import _par_py
 from kingrec.analysis.par import Budget, Solver, deal_par
 from kingrec.boundary import engine_trump
 from kingrec.contracts import Contract
@@ -41,23 +39,7 @@ BUCKETS = ("1", "2", "3", "4", "5+")
 FIELDS = ("nodes", "starts", "opened", "probes", "hits", "cuts")
 
 
-def _reference(path: Path | None) -> types.ModuleType:
-    """The pure twin to count: this tree's, or the ``_par_py.py`` at ``path``."""
-    if path is None:
-        return _par_py
-    spec = importlib.util.spec_from_file_location("kingrec.analysis._par_leaf_census", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"{path}: not a module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-# (the class below subclasses it, so it is read before the arguments are parsed)
-REFERENCE = _reference(
-    Path(sys.argv[sys.argv.index("--reference") + 1]) if "--reference" in sys.argv else None
-)
+REFERENCE = reference_from_argv("_par_leaf_census")
 
 
 def _bucket(deal: Any) -> str:
