@@ -98,14 +98,22 @@ def batches(path: Path, size: int) -> Iterator[Batch]:
         yield batch
 
 
-def write_steps(con: Any, prepared: Any, steps: dict[str, tuple[float, float]]) -> None:
-    """``write_prepared``'s transaction, each statement timed into ``steps`` (wall, CPU)."""
+def write_steps(
+    con: Any,
+    prepared: Any,
+    steps: dict[str, tuple[float, float]],
+    after: Callable[[str], None] | None = None,
+) -> None:
+    """``write_prepared``'s transaction, each statement timed into ``steps`` (wall, CPU);
+    ``after(name)`` is called once each statement has run (untimed)."""
     con.execute("BEGIN")
     for name, table in prepared.tables.items():
         con.register(name, table)
     for name, statement in [*WRITES.items(), ("COMMIT", "COMMIT")]:
         _, wall, used = timed(partial(con.execute, statement))
         steps[name] = (steps[name][0] + wall, steps[name][1] + used)
+        if after is not None:
+            after(name)
     for name in prepared.tables:
         con.unregister(name)
     prepared.release()

@@ -225,18 +225,15 @@ def profiled(prepared: list[Prepared], path: str) -> dict[str, dict[str, float]]
         store_db._create(con)
         writer = con.cursor()
         writer.execute("PRAGMA enable_profiling = 'no_output'")
+
+        def operators_of(name: str) -> None:
+            profile = json.loads(writer.get_profiling_information(format="json"))
+            for operator in profile.get("operator", []):
+                _operator_times(operator, times[name])
+
+        steps = dict.fromkeys(STEPS, (0.0, 0.0))
         for p in prepared:
-            writer.execute("BEGIN")
-            for name, table in p.tables.items():
-                writer.register(name, table)
-            for name, statement in [*WRITES.items(), ("COMMIT", "COMMIT")]:
-                writer.execute(statement)
-                profile = json.loads(writer.get_profiling_information(format="json"))
-                for operator in profile.get("operator", []):
-                    _operator_times(operator, times[name])
-            for name in p.tables:
-                writer.unregister(name)
-            p.release()
+            write_steps(writer, p, steps, operators_of)
         writer.close()
     finally:
         con.close()
