@@ -1,0 +1,76 @@
+"""bench/bench_ingest_ab.py and bench/bench_ingest_timeline.py end to end on a small file:
+the A/B prints each run and the medians of both installs, the timeline each phase."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+KINGREC = Path(sys.executable).parent / "kingrec"
+
+
+def _run(*command: str, timeout: int = 240) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("KINGREC_")}
+    return subprocess.run(
+        list(command), capture_output=True, text=True, env=clean, cwd=ROOT, check=False,
+        timeout=timeout,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def small_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("ingest-bench") / "small.krec"
+    made = _run(str(KINGREC), "simulate", "--no-progress", "-q", "--seed", "7",
+                "--matches", "30", "-o", str(path))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    return path
+
+
+def test_the_ingest_ab_runs_both_installs_in_turn_and_prints_their_medians_and_ratios(
+    small_file: Path, tmp_path: Path
+) -> None:
+    command = [sys.executable, str(BENCH / "bench_ingest_ab.py"), "--old", str(KINGREC),
+               "--file", str(small_file), "--pairs", "2", "--tmp", str(tmp_path)]  # fmt: skip
+    result = _run(*command)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    runs = [line for line in out.splitlines() if line.strip().startswith("pair ")]
+    # in turn: old first in the first pair, new first in the second
+    assert [r.split()[2].rstrip(":") for r in runs] == ["old", "new", "new", "old"]
+    assert all("peak RSS" in r and "sys" in r for r in runs)
+    assert "old: wall" in out and "new: wall" in out and "600 k deals/s" not in out
+    assert "new/old per pair: wall median" in out
+    assert list(tmp_path.iterdir()) == []  # each run's store deleted
+
+
+def test_the_ingest_ab_refuses_an_old_install_that_is_not_there(tmp_path: Path) -> None:
+    result = _run(sys.executable, str(BENCH / "bench_ingest_ab.py"), "--old",
+                  str(tmp_path / "nothing"))  # fmt: skip
+    assert result.returncode == 1 and "no such command" in result.stderr
+
+
+def test_the_ingest_timeline_prints_each_phase_and_the_whole_adds_up(
+    small_file: Path, tmp_path: Path
+) -> None:
+    command = [sys.executable, str(BENCH / "bench_ingest_timeline.py"), "--file",
+               str(small_file), "--tmp", str(tmp_path), "--spans"]  # fmt: skip
+    result = _run(*command)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "deals in 1 batches" in lines[0]
+    walls = {}
+    for line in lines[2:8]:
+        name, wall, used, cores, *_ = line.split()
+        walls[name] = float(wall)
+        assert float(used) >= 0 and float(cores) >= 0
+    assert list(walls) == ["open", "fill", "steady", "drain", "close", "whole"]
+    parts = sum(v for k, v in walls.items() if k != "whole")
+    assert abs(parts - walls["whole"]) < 0.02
+    assert sum(1 for line in lines if line.strip().startswith(("prepare", "write"))) == 2
+    assert list(tmp_path.iterdir()) == []
