@@ -985,6 +985,20 @@ class ParSearch:
             # three keep their high cards (koz), or shed high cards but keep penalty ones.
             return rank if self.hero_wants_units else (100 if is_penalty else 0) - rank
         wins = trick_winner([*trick, card], self.trump) == len(trick)
+        if (
+            wins
+            and not self.hero_wants_units
+            and self.contract != Contract.EL_ALMAZ  # (there, and in son iki's last two
+            and self.contract != Contract.SON_IKI  # tricks, the trick itself is the unit)
+            and deal.to_play == seat
+            and not is_penalty
+            and not any(self.penalty >> c & 1 for c in trick)
+        ):
+            # The hero takes a trick that carries no penalty card so far, with its highest
+            # card that wins: it leads the next trick, where one lead of its own is searched
+            # instead of every lead of the three's (their leads are all-nodes where the hero
+            # escapes), and sheds a high card it might later be made to win with.
+            return -300 - rank
         if self.hero_wants_units:  # koz: everybody fights for the trick, as cheaply as can be
             return rank if wins else 100 + rank
         if card // 13 != led_suit and is_penalty:
