@@ -42,7 +42,9 @@ it fast, and none of it changes a value:
   still out (held or on the trick) is in the same hand with the same penalty status;
 - the last trick played out at once (one card each: nothing to choose);
 - move ordering: cheap rank heuristics (win cheaply in koz, duck high in the penalty
-  contracts, shed penalty cards on a void; once the hero has lost the trick, the other
+  contracts, shed penalty cards on a void, but in the card contracts take a trick that
+  carries no penalty card so far, with the hero's highest card that wins, to lead the next
+  one; once the hero has lost the trick, the other
   three keep their high cards in koz and their penalty cards in the penalty contracts but
   son iki; in son iki's first eleven tricks, which carry nothing, everyone high first).
 
