@@ -1232,8 +1232,8 @@ cdef class ParSearch:
                            int top) noexcept nogil:
         """``_par_py.ParSearch._order``, told once per position (``_moves``) whether the hero
         has lost the trick already and which card wins it so far (``top``)."""
-        cdef int rank = card % 13
-        cdef bint wins
+        cdef int rank = card % 13, i
+        cdef bint wins, clean
         if self.contract == SON_IKI and d.ntricks < 11:
             return -rank  # _par_py.ParSearch._order: son iki's early tricks, high first
         if d.ntrick == 0:
@@ -1247,6 +1247,16 @@ cdef class ParSearch:
         # as a trump on a top card that is none
         wins = ((SUIT_OF[card] == SUIT_OF[top] and card > top)
                 or (SUIT_OF[card] == d.trump and SUIT_OF[top] != d.trump))
+        if (wins and not self.hero_wants_units and self.contract != EL_ALMAZ
+                and self.contract != SON_IKI and to_play(d) == self.seat and not is_penalty):
+            # _par_py.ParSearch._order: the hero takes a trick that carries no penalty card
+            # so far, with its highest card that wins
+            clean = True
+            for i in range(d.ntrick):
+                if self.penalty & (<uint64_t>1 << d.trick[i]):
+                    clean = False
+            if clean:
+                return -300 - rank
         if self.hero_wants_units:
             return rank if wins else 100 + rank
         if SUIT_OF[card] != SUIT_OF[d.trick[0]] and is_penalty:

@@ -42,7 +42,9 @@ it fast, and none of it changes a value:
   still out (held or on the trick) is in the same hand with the same penalty status;
 - the last trick played out at once (one card each: nothing to choose);
 - move ordering: cheap rank heuristics (win cheaply in koz, duck high in the penalty
-  contracts, shed penalty cards on a void; once the hero has lost the trick, the other
+  contracts, shed penalty cards on a void, but in the card contracts take a trick that
+  carries no penalty card so far, with the hero's highest card that wins, to lead the next
+  one; once the hero has lost the trick, the other
   three keep their high cards in koz and their penalty cards in the penalty contracts but
   son iki; in son iki's first eleven tricks, which carry nothing, everyone high first).
 
@@ -985,6 +987,20 @@ class ParSearch:
             # three keep their high cards (koz), or shed high cards but keep penalty ones.
             return rank if self.hero_wants_units else (100 if is_penalty else 0) - rank
         wins = trick_winner([*trick, card], self.trump) == len(trick)
+        if (
+            wins
+            and not self.hero_wants_units
+            and self.contract != Contract.EL_ALMAZ  # (there, and in son iki's last two
+            and self.contract != Contract.SON_IKI  # tricks, the trick itself is the unit)
+            and deal.to_play == seat
+            and not is_penalty
+            and not any(self.penalty >> c & 1 for c in trick)
+        ):
+            # The hero takes a trick that carries no penalty card so far, with its highest
+            # card that wins: it leads the next trick, where one lead of its own is searched
+            # instead of every lead of the three's (their leads are all-nodes where the hero
+            # escapes), and sheds a high card it might later be made to win with.
+            return -300 - rank
         if self.hero_wants_units:  # koz: everybody fights for the trick, as cheaply as can be
             return rank if wins else 100 + rank
         if card // 13 != led_suit and is_penalty:
