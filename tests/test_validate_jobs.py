@@ -835,3 +835,45 @@ def test_a_file_ending_in_finer_ranges_gives_the_items_of_one_job(
     starts = [start for _, start, _ in judged]
     assert starts == judges._range_starts(size, chunk, 8)
     assert {64 << 10, 128 << 10, 256 << 10} <= set(_sizes(starts, size))
+
+
+# -- the exit: once the report is out, no interpreter teardown ---------------------------
+
+_NOTE_TEARDOWN = """
+import atexit, sys
+atexit.register(lambda: sys.stderr.write("TEARDOWN\\n"))
+sys.argv = ["kingrec", *sys.argv[1:]]
+from kingrec_cli.main import run
+run()
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("case", ["valid", "invalid", "damage and a truncated tail"])
+def test_validate_ends_without_the_teardown_once_its_report_is_out(
+    files: dict[str, Path], tmp_path: Path, jobs: str, case: str
+) -> None:
+    """Whatever the verdict (exit 0, 1 or 2), the report is whole and the status is the
+    command's, and the interpreter's exit handlers never run (the process ends at once);
+    a run that fails before its summary (an unknown option) still takes the usual way."""
+    paths = _paths(files, case)
+    one = run("--jobs", "1", *paths)
+    got = subprocess.run(
+        [sys.executable, "-c", _NOTE_TEARDOWN, "validate", "--jobs", jobs, *paths],
+        capture_output=True,
+        timeout=300,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert (got.stdout, got.returncode) == (one.stdout, one.returncode)
+    assert got.stderr == one.stderr  # no "TEARDOWN": the exit handlers were skipped
+    assert one.returncode == {"valid": 0, "invalid": 1}.get(case, 2)
+    usage = subprocess.run(
+        [sys.executable, "-c", _NOTE_TEARDOWN, "validate", "--no-such-option", *paths],
+        capture_output=True,
+        timeout=300,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert usage.returncode == 2
+    assert usage.stderr.endswith(b"TEARDOWN\n")
