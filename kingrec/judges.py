@@ -84,6 +84,16 @@ _WINDOW_PER_WORKER = 4
 # Most ranges this process has judged ahead of the one it settles: their results are kept
 # until their turn, so memory stays flat whatever the file.
 _AHEAD_HERE = 8
+# The end of a file is cut finer, so that the processes finish together: whoever takes the
+# last range, the others hold at most a window of ranges still to judge, and those are
+# small. From the end back: ``_WINDOW_PER_WORKER`` ranges per worker of an eighth of a
+# range, as many of a quarter, as many of a half (``--jobs 2`` on 4 MiB ranges: 4 of
+# 512 KiB, 4 of 1 MiB, 4 of 2 MiB; at most 2 MiB left to one process when the other runs
+# dry, instead of 16 MiB). A file of one range is not cut, and no range is cut finer than
+# ``_TAIL_MIN_BYTES``: a smaller one costs more in tasks than it evens out (so the tests'
+# small ``chunk_bytes`` cut files evenly, as before).
+_TAIL_PARTS = (8, 4, 2)
+_TAIL_MIN_BYTES = 64 << 10
 # Bytes a worker reads past its range at once: the frame that starts in the range and ends
 # past it mostly fits (a longer one is read in a second go).
 _MARGIN = 64 << 10
@@ -246,20 +256,50 @@ class _FramePayloads(Sequence[bytes]):
         return os.pread(self._fd, length, at + FRAME_HEADER_SIZE)
 
 
+def _range_starts(size: int, chunk_bytes: int, tail_ranges: int) -> list[int]:
+    """Where the ranges of a ``size``-byte file start: every ``chunk_bytes`` from the file
+    header on, but the end of the file in finer ranges (``_TAIL_PARTS``, ``tail_ranges``
+    of each size, none under ``_TAIL_MIN_BYTES``), so that the last ranges judged are small.
+    A file that fits in one range stays one range (many small files are many ranges).
+    """
+    if size - FILE_HEADER_SIZE <= chunk_bytes:
+        return list(range(FILE_HEADER_SIZE, size, chunk_bytes))
+    tail: list[int] = []
+    end = size
+    for part in _TAIL_PARTS:
+        step = chunk_bytes // part
+        if step < _TAIL_MIN_BYTES:
+            continue
+        for _ in range(tail_ranges):
+            if end - step <= FILE_HEADER_SIZE:
+                break
+            end -= step
+            tail.append(end)
+    return [*range(FILE_HEADER_SIZE, end, chunk_bytes), *reversed(tail)]
+
+
 class _Plan:
     """A file's ranges: those sent to the workers (in order, with their results to come)
-    and those still to send. ``counted``: judged for ``count_clean`` (``validate_runs``)."""
+    and those still to send. ``counted``: judged for ``count_clean`` (``validate_runs``).
+    ``tail_ranges``: how many of each finer size end the file (``_range_starts``)."""
 
     def __init__(
-        self, path: str, ident: tuple[int, int], size: int, chunk_bytes: int, counted: bool
+        self,
+        path: str,
+        ident: tuple[int, int],
+        size: int,
+        chunk_bytes: int,
+        counted: bool,
+        tail_ranges: int = 0,
     ) -> None:
         self.path = path
         self.ident = ident
         self.size = size
         self.counted = counted
-        starts = range(FILE_HEADER_SIZE, size, chunk_bytes)
+        starts = _range_starts(size, chunk_bytes, tail_ranges)
+        stops = [*starts[1:], size]
         self.todo = (
-            _Range(at, min(at + chunk_bytes, size), at == FILE_HEADER_SIZE) for at in starts
+            _Range(at, stop, at == FILE_HEADER_SIZE) for at, stop in zip(starts, stops, strict=True)
         )
         self.sent: deque[tuple[_Range, _Result]] = deque()
 
@@ -309,6 +349,8 @@ class JudgePool:
         self.jobs = jobs
         self.chunk_bytes = max(chunk_bytes, MIN_CHUNK_BYTES)
         self.twins = twins or _twins.ACTIVE
+        # Ranges of each finer size at the end of a file: a window's worth (none on one job).
+        self._tail_ranges = _WINDOW_PER_WORKER * (jobs - 1)
         self._pool: multiprocessing.pool.Pool | None = None
         self._expected: Iterator[str] = iter(())  # files to come, not planned yet
         self._plans: deque[_Plan] = deque()  # planned files, in the order they are judged
@@ -419,7 +461,7 @@ class JudgePool:
             return plan
         if plan is not None:  # changed since it was planned: planned again, as it is now
             self._drop(self._plans.popleft())
-        plan = _Plan(name, ident, size, self.chunk_bytes, counted)
+        plan = _Plan(name, ident, size, self.chunk_bytes, counted, self._tail_ranges)
         self._plans.appendleft(plan)
         self._unsent.appendleft(plan)
         return plan
@@ -435,7 +477,7 @@ class JudgePool:
         if not stat.S_ISREG(info.st_mode):
             return None
         ident = (info.st_dev, info.st_ino)
-        return _Plan(path, ident, info.st_size, self.chunk_bytes, self._counted)
+        return _Plan(path, ident, info.st_size, self.chunk_bytes, self._counted, self._tail_ranges)
 
     def _add(self, plan: _Plan | None) -> None:
         if plan is not None:

@@ -784,3 +784,96 @@ def _noting_sends(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(JudgePool, "_send", noted)
     return sent
+
+
+# -- the end of a file in finer ranges, so that the processes finish together --------------
+
+
+def _sizes(starts: list[int], size: int) -> list[int]:
+    return [stop - at for at, stop in zip(starts, [*starts[1:], size], strict=True)]
+
+
+def test_the_end_of_a_big_file_is_cut_into_ever_finer_ranges_covering_it_once() -> None:
+    """``--jobs 2`` on 4 MiB ranges: 4 ranges of 2 MiB, 4 of 1 MiB, 4 of 512 KiB end the
+    file; before them every range is whole but the one that meets them."""
+    size, chunk = 485_000_000, 4 << 20
+    starts = judges._range_starts(size, chunk, 4)
+    sizes = _sizes(starts, size)
+    assert starts[0] == HEADER
+    assert sum(sizes) == size - HEADER  # every byte in one range, none twice
+    assert sizes[-12:] == [2 << 20] * 4 + [1 << 20] * 4 + [512 << 10] * 4
+    assert set(sizes[:-13]) == {chunk}
+    assert 0 < sizes[-13] <= chunk
+
+
+def test_small_ranges_and_files_of_one_range_are_cut_as_before() -> None:
+    """Ranges too small to cut finer (the tests' ``--chunk-bytes``), a file that fits in
+    one range, and one job's plan (no tail) are cut every ``chunk_bytes``."""
+    assert judges._range_starts(100_000, 3000, 4) == list(range(HEADER, 100_000, 3000))
+    assert judges._range_starts(610_000, DEFAULT_CHUNK, 4) == [HEADER]
+    assert judges._range_starts(50 << 20, DEFAULT_CHUNK, 0) == list(
+        range(HEADER, 50 << 20, DEFAULT_CHUNK)
+    )
+    assert judges._range_starts(HEADER, DEFAULT_CHUNK, 4) == []  # no frame: no range
+
+
+def test_a_file_ending_in_finer_ranges_gives_the_items_of_one_job(
+    files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file of 2.4 MB on 512 KiB ranges with two workers: its last ranges are of 64, 128
+    and 256 KiB, judged by the workers and here, and the items (repeats across them
+    included) are one job's."""
+    path = tmp_path / "tail.krec"
+    _krec(path, [_frame(p) for p in _payloads(files["invalid among valid"])] * 4)
+    size, chunk = path.stat().st_size, 512 << 10
+    judged = _judged_where(monkeypatch)
+    with open_records(str(path)) as records:
+        serial = _items(validate_records(records, count_clean=True, seen=set()))
+    with JudgePool(3, chunk_bytes=chunk) as pool, open_records(str(path)) as records:
+        parallel = _items(validate_records(records, count_clean=True, seen=set(), pool=pool))
+    assert parallel == serial
+    starts = [start for _, start, _ in judged]
+    assert starts == judges._range_starts(size, chunk, 8)
+    assert {64 << 10, 128 << 10, 256 << 10} <= set(_sizes(starts, size))
+
+
+# -- the exit: once the report is out, no interpreter teardown ---------------------------
+
+_NOTE_TEARDOWN = """
+import atexit, sys
+atexit.register(lambda: sys.stderr.write("TEARDOWN\\n"))
+sys.argv = ["kingrec", *sys.argv[1:]]
+from kingrec_cli.main import run
+run()
+"""
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+@pytest.mark.parametrize("case", ["valid", "invalid", "damage and a truncated tail"])
+def test_validate_ends_without_the_teardown_once_its_report_is_out(
+    files: dict[str, Path], tmp_path: Path, jobs: str, case: str
+) -> None:
+    """Whatever the verdict (exit 0, 1 or 2), the report is whole and the status is the
+    command's, and the interpreter's exit handlers never run (the process ends at once);
+    a run that fails before its summary (an unknown option) still takes the usual way."""
+    paths = _paths(files, case)
+    one = run("--jobs", "1", *paths)
+    got = subprocess.run(
+        [sys.executable, "-c", _NOTE_TEARDOWN, "validate", "--jobs", jobs, *paths],
+        capture_output=True,
+        timeout=300,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert (got.stdout, got.returncode) == (one.stdout, one.returncode)
+    assert got.stderr == one.stderr  # no "TEARDOWN": the exit handlers were skipped
+    assert one.returncode == {"valid": 0, "invalid": 1}.get(case, 2)
+    usage = subprocess.run(
+        [sys.executable, "-c", _NOTE_TEARDOWN, "validate", "--no-such-option", *paths],
+        capture_output=True,
+        timeout=300,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert usage.returncode == 2
+    assert usage.stderr.endswith(b"TEARDOWN\n")
