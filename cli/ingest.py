@@ -14,6 +14,7 @@ from kingrec.store import IngestSummary, Store
 from kingrec.store.db import default_path
 from kingrec.store.store import BATCH_MATCHES
 
+from . import teardown
 from .bars import file_columns
 from .errors import (
     EXIT_CLOSED_PIPE,
@@ -178,6 +179,9 @@ def ingest(
             f"{where}); run the same command again to finish"
         )
         raise
+    # The store is committed and closed: the interpreter's teardown would only spend CPU
+    # freeing what the ingest held (its modules, DuckDB's and Arrow's memory).
+    teardown.needless(teardown.ON_SUCCESS)
     if as_json:
         term.json(_to_json(run, where, held))
     else:
