@@ -134,9 +134,13 @@ def ingest(
     run = Run()
     stops = Stops()
     try:
-        with stops.installed(), user_errors(), Store.open(where) as store:
+        # The store is opened (created) while the first batch is read; a store that cannot
+        # be opened is the command's failure, said before anything about the files.
+        with stops.installed(), user_errors(), Store.open_beside(where) as store:
             with term.progress(file_columns, show=term.wants_bar(progress)) as bar:
                 for path in record_paths(files):
+                    if isinstance(path, PathProblem | NotRecords):
+                        store.ready()
                     if isinstance(path, PathProblem):
                         _unreadable(term, run, as_json, path.path, path.code, path.message)
                         continue
@@ -162,6 +166,7 @@ def ingest(
                                 path, progress=advance, summary=part, batch_matches=batch
                             )
                     except Failed as exc:
+                        store.ready()  # the store's failure, if it is one, not the file's
                         part.files = 0  # counted with the unreadable ones instead
                         _unreadable(term, run, as_json, path, exc.code, exc.format_message())
                         continue
