@@ -10,8 +10,10 @@ thread) and each batch's transaction (``write_prepared``, in a writer thread) be
 ended, samples the process's CPU time (user + system, every thread: DuckDB's too) every
 ``--every`` seconds, and prints the cores used in each phase:
 
-* open: the store opened (created), nothing read yet;
-* fill: the first batch prepared, no transaction beside it;
+* open: the store opened (created), nothing read yet (``--serial``; by default the store
+  is opened beside the reading of the first batch, as ``kingrec ingest`` does, and this
+  phase is nil: the open is in the next);
+* fill: the first batch read and prepared, no transaction beside it;
 * steady: from the first transaction's start to the last preparation's end;
 * drain: the last transactions, no preparation beside them;
 * close: ``ingest_file`` returned, the store closed (the checkpoint that ends an ingest).
@@ -105,6 +107,12 @@ def main() -> None:
     parser.add_argument("--every", type=float, default=0.05, help="seconds between samples")
     parser.add_argument("--tmp", help="the folder for the store (default: the system's)")
     parser.add_argument("--spans", action="store_true", help="list every batch's spans")
+    parser.add_argument(
+        "--serial",
+        action="store_true",
+        help="open the store first, then read (Store.open); by default it is opened beside "
+        "the first batch's reading, as kingrec ingest does (Store.open_beside)",
+    )
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="ingest-timeline-", dir=args.tmp)
     line = Timeline(args.every)
@@ -115,7 +123,8 @@ def main() -> None:
     names["write_prepared"] = line.spanning("write", originals["write_prepared"])
     try:
         line.start()
-        with Store.open(str(Path(folder, "s.duckdb"))) as store:
+        opener = Store.open if args.serial else Store.open_beside
+        with opener(str(Path(folder, "s.duckdb"))) as store:
             opened = line.now()
             summary = store.ingest_file(str(args.file))
             returned = line.now()
@@ -137,7 +146,11 @@ def main() -> None:
         ("whole", 0.0, closed),
     ]
     deals = summary.deals
-    print(f"{args.file}: {deals} deals in {len(prepares)} batches; load average {_load()}")
+    how = "opened first" if args.serial else "opened beside the first batch's reading"
+    print(
+        f"{args.file}: {deals} deals in {len(prepares)} batches, the store {how}; "
+        f"load average {_load()}"
+    )
     print(f"  {'phase':<8} {'wall s':>8} {'CPU s':>8} {'cores':>6}   µs a deal: wall, CPU")
     for name, start, end in phases:
         wall = max(end - start, 1e-9)

@@ -14,6 +14,7 @@ from kingrec.store import IngestSummary, Store
 from kingrec.store.db import default_path
 from kingrec.store.store import BATCH_MATCHES
 
+from . import teardown
 from .bars import file_columns
 from .errors import (
     EXIT_CLOSED_PIPE,
@@ -133,9 +134,13 @@ def ingest(
     run = Run()
     stops = Stops()
     try:
-        with stops.installed(), user_errors(), Store.open(where) as store:
+        # The store is opened (created) while the first batch is read; a store that cannot
+        # be opened is the command's failure, said before anything about the files.
+        with stops.installed(), user_errors(), Store.open_beside(where) as store:
             with term.progress(file_columns, show=term.wants_bar(progress)) as bar:
                 for path in record_paths(files):
+                    if isinstance(path, PathProblem | NotRecords):
+                        store.ready()
                     if isinstance(path, PathProblem):
                         _unreadable(term, run, as_json, path.path, path.code, path.message)
                         continue
@@ -161,6 +166,7 @@ def ingest(
                                 path, progress=advance, summary=part, batch_matches=batch
                             )
                     except Failed as exc:
+                        store.ready()  # the store's failure, if it is one, not the file's
                         part.files = 0  # counted with the unreadable ones instead
                         _unreadable(term, run, as_json, path, exc.code, exc.format_message())
                         continue
@@ -178,6 +184,9 @@ def ingest(
             f"{where}); run the same command again to finish"
         )
         raise
+    # The store is committed and closed: the interpreter's teardown would only spend CPU
+    # freeing what the ingest held (its modules, DuckDB's and Arrow's memory).
+    teardown.needless(teardown.ON_SUCCESS)
     if as_json:
         term.json(_to_json(run, where, held))
     else:

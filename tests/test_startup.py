@@ -310,6 +310,39 @@ def test_a_simulation_that_fails_ends_through_the_usual_teardown(tmp_path: Path)
     assert not mark.exists()
 
 
+def test_an_ingest_that_ends_well_skips_the_teardown_with_its_store_whole(
+    tmp_path: Path,
+) -> None:
+    import duckdb
+
+    mark, db = tmp_path / "mark", tmp_path / "k.duckdb"
+    samples = Path(__file__).resolve().parent.parent / "samples" / "valid"
+    args = ["ingest", "--no-progress", "--db", str(db), str(samples)]
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", _MARK_EXIT_AT_ONCE, str(mark), *args],
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr.decode()
+    assert mark.read_text() == "0" and result.stdout.decode().startswith("stored ")
+    assert not Path(f"{db}.wal").exists()  # checkpointed and closed before the exit
+    with duckdb.connect(str(db), read_only=True) as store:
+        stored = store.execute("SELECT count(*) FROM matches").fetchone()
+    assert stored is not None and f"holds {stored[0]} match(es)" in result.stdout.decode()
+
+
+def test_an_ingest_that_fails_ends_through_the_usual_teardown(tmp_path: Path) -> None:
+    mark, db = tmp_path / "mark", tmp_path / "k.duckdb"
+    args = ["ingest", "--no-progress", "--db", str(db), str(tmp_path / "missing.krec")]
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", _MARK_EXIT_AT_ONCE, str(mark), *args],
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 2 and b"missing.krec" in result.stderr
+    assert not mark.exists()
+
+
 def test_a_server_that_stops_cleanly_skips_the_teardown_with_its_store_whole(
     tmp_path: Path,
 ) -> None:

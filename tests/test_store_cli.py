@@ -220,6 +220,23 @@ def test_a_store_from_a_newer_kingrec_or_no_store_at_all_is_refused(tmp_path: Pa
     assert result.returncode == 2 and "no store there (run kingrec ingest first)" in result.stderr
 
 
+def test_a_store_that_cannot_be_opened_is_said_first_and_alone_though_it_opens_beside_the_reading(
+    tmp_path: Path,
+) -> None:
+    # The store is opened while the first batch is read: its failure is still the
+    # command's, said before (and instead of) anything about the files, whatever they are.
+    text = tmp_path / "notes.duckdb"
+    text.write_text("not a database")
+    for first in ([str(tmp_path / "missing.krec")], [str(SAMPLES / "manifest.json")],
+                  [str(SAMPLES / "valid" / "classic.krec")], []):  # fmt: skip
+        result = run("ingest", "--db", str(text), *first, str(SAMPLES / "valid"))
+        assert (result.returncode, result.stdout, result.stderr) == (
+            2, "", f"kingrec: error: {text}: not a DuckDB file, so not a kingrec store (give an "
+            "existing store or a path where a new one can be made)\n"
+        ), first  # fmt: skip
+    assert text.read_text() == "not a database"
+
+
 def test_a_db_that_is_a_record_file_is_refused_by_every_command_and_left_as_it_was(
     tmp_path: Path,
 ) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from kingrec import _twins
 from kingrec.container import KrecWriter
-from kingrec.errors import StoreWriteAbortedError
+from kingrec.errors import StoreError, StoreWriteAbortedError
 from kingrec.findings import Location
 from kingrec.records import open_records
 from kingrec.rules import PRESETS, preset
@@ -27,6 +27,7 @@ from kingrec.simulate import simulate_match
 from kingrec.store import Store, pipeline
 from kingrec.store import ingest as ingest_module
 from kingrec.store import store as store_module
+from kingrec.store.db import connect
 from kingrec.store.ingest import Batch, write_prepared
 from kingrec.v1 import record_pb2 as pb
 from kingrec.v1 import service_pb2 as svc
@@ -397,3 +398,54 @@ def test_a_failed_transaction_fails_its_upload_and_the_server_goes_on(
     with Store.open(str(db), read_only=True) as store:
         rows = store.con.execute("SELECT DISTINCT source FROM matches").fetchall()
         assert rows == [("kept",)] and store.count("matches") == 10
+
+
+def test_a_store_opened_beside_is_created_while_the_first_batch_is_read_and_stores_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``Store.open_beside`` connects in a thread of its own; ``ingest_file`` reads its first
+    # batch before it first needs the connection. Held here: the connection is not made
+    # until the first batch is read (were the read after the open, the wait times out).
+    path = _awkward_file(tmp_path / "awkward.krec")
+    first_read = threading.Event()
+    read_first: list[bool] = []
+    batches = store_module._batches
+
+    def reading(*args: Any) -> Iterator[Batch]:
+        for batch in batches(*args):
+            first_read.set()  # a batch read whole
+            yield batch
+
+    def slow_connect(where: str) -> duckdb.DuckDBPyConnection:
+        read_first.append(first_read.wait(timeout=30))
+        return connect(where)
+
+    monkeypatch.setattr(store_module, "_batches", reading)
+    monkeypatch.setattr(store_module, "connect", slow_connect)
+    with Store.open_beside(str(tmp_path / "beside.duckdb")) as beside:
+        summary = beside.ingest_file(str(path), batch_matches=5)
+        got = {table: _table_rows(beside, table) for table in TABLES}
+    assert read_first == [True]
+    assert (summary.stored, summary.stored_invalid, summary.duplicates) == (11, 1, 1)
+    monkeypatch.undo()
+    with Store.open(str(tmp_path / "plain.duckdb")) as plain:
+        plain.ingest_file(str(path), batch_matches=5)
+        for table in TABLES:
+            assert _table_rows(plain, table) == got[table], table
+
+
+def test_a_store_opened_beside_that_cannot_be_opened_says_why_where_it_is_used(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "notes.duckdb"
+    db.write_text("not a database")
+    path = tmp_path / "m.krec"
+    with KrecWriter.open(path) as writer:
+        writer.write_match(MATCHES[0])
+    store = Store.open_beside(str(db))
+    with pytest.raises(StoreError, match="not a DuckDB file"):
+        store.ready()
+    with pytest.raises(StoreError, match="not a DuckDB file"):
+        store.ingest_file(str(path))
+    store.close()  # nothing was opened: nothing to close, and no second error
+    assert db.read_text() == "not a database"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -83,11 +84,25 @@ class IngestSummary:
 class Store:
     """An open store; use as a context manager (``with Store.open(path) as store:``)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, read_only: bool) -> None:
-        self.con = con
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection | _Opening, path: str, read_only: bool
+    ) -> None:
+        self._con = con
         self.path = path
         self.read_only = read_only
         self._next_key: int | None = None
+
+    @property
+    def con(self) -> duckdb.DuckDBPyConnection:
+        """The store's connection (opened in the background by ``open_beside``: waits for
+        it, and raises what opening it raised)."""
+        if isinstance(self._con, _Opening):
+            self._con = self._con.result()
+        return self._con
+
+    def ready(self) -> None:
+        """Return once the store is open; raise what opening it raised, if it failed."""
+        self.con  # noqa: B018 - waits for the open
 
     @classmethod
     def open(
@@ -106,8 +121,21 @@ class Store:
         con = connect(where, read_only=read_only, external_access=external_access, create=create)
         return cls(con, where, read_only)
 
+    @classmethod
+    def open_beside(cls, path: str | None = None) -> Self:
+        """``open(path)`` (to write, created when new) in a thread of its own while the
+        caller goes on: ``kingrec ingest`` reads its first batch meanwhile (DuckDB lets go
+        of the GIL while it creates the schema). The first use of ``con`` (or ``ready``)
+        waits for it and raises what opening it raised (``StoreError`` and kin)."""
+        where = path or default_path()
+        return cls(_Opening(where), where, read_only=False)
+
     def close(self) -> None:
-        self.con.close()
+        if isinstance(self._con, _Opening):
+            if self._con.failure() is not None:
+                return  # nothing was opened; whoever uses the store is told why
+            self._con = self._con.result()
+        self._con.close()
 
     def reader(self) -> Store:
         """This store on a connection of its own, for reading (close it after use):
@@ -185,28 +213,45 @@ class Store:
         began = time.perf_counter()
         # A batch is prepared (judged, built) while the ones before it are written (see
         # kingrec.store.pipeline); the first failed write stops the ingest.
-        with (
-            _collector_paused(),
-            open_records(path) as records,
-            IngestPipeline(self, twins) as pipeline,
-        ):
-            summary.files += 1
-            for batch in _batches(records, batch_matches):
-                for damage in batch.damage:
-                    summary.damaged += 1
-                    if len(summary.damage) < 100:
-                        summary.damage.append(damage)
-                prepared, _ = pipeline.submit(batch)
-                # Its records' bytes are in the columns now: free them before the next
-                # batch is read, not after (a classic batch's are ~30 MB).
-                del batch
-                summary.deals += prepared.deals
-                for verdict in prepared.verdicts:
-                    summary.count(verdict)
-                if progress is not None:
-                    progress(records.bytes_read)
+        with _collector_paused(), open_records(path) as records:
+            batches = _batches(records, batch_matches)
+            # The first batch is read before the pipeline is made, which waits for the
+            # store: a store opened beside (``open_beside``) is created meanwhile.
+            # (In a list, which ``_fill`` empties: nothing here holds on to its records.)
+            first = [next(batches, None)]
+            with IngestPipeline(self, twins) as pipeline:
+                summary.files += 1
+                self._fill(pipeline, records, first, batches, summary, progress)
         summary.seconds += time.perf_counter() - began
         return summary
+
+    @staticmethod
+    def _fill(
+        pipeline: IngestPipeline,
+        records: RecordFile,
+        first: list[Batch | None],
+        batches: Iterator[Batch],
+        summary: IngestSummary,
+        progress: Callable[[int], object] | None,
+    ) -> None:
+        """Submit the batch in ``first`` (taken out) and the batches after it, counting
+        what became of each."""
+        batch = first.pop()
+        while batch is not None:
+            for damage in batch.damage:
+                summary.damaged += 1
+                if len(summary.damage) < 100:
+                    summary.damage.append(damage)
+            prepared, _ = pipeline.submit(batch)
+            # Its records' bytes are in the columns now: free them before the next
+            # batch is read, not after (a classic batch's are ~30 MB).
+            del batch
+            summary.deals += prepared.deals
+            for verdict in prepared.verdicts:
+                summary.count(verdict)
+            if progress is not None:
+                progress(records.bytes_read)
+            batch = next(batches, None)
 
     def count(self, table: str) -> int:
         rows = self.con.execute(f"SELECT count(*) FROM {table}").fetchall()
@@ -306,6 +351,37 @@ class Store:
         for key, *player in rows:
             out[key].append((player[0], player[1], player[2], player[3]))
         return out
+
+
+class _Opening:
+    """A store's connection being made (``connect``) in a thread of its own."""
+
+    def __init__(self, path: str) -> None:
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._open, args=(path,), name="kingrec-store-open", daemon=True
+        )
+        self._thread.start()
+
+    def _open(self, path: str) -> None:
+        try:
+            self._con = connect(path)
+        except BaseException as exc:  # raised again where the connection is wanted
+            self._failure = exc
+
+    def failure(self) -> BaseException | None:
+        """Once the open is over: what it raised, or None."""
+        self._thread.join()
+        return self._failure
+
+    def result(self) -> duckdb.DuckDBPyConnection:
+        """The connection, once made; raises what making it raised."""
+        failure = self.failure()
+        if failure is not None:
+            raise failure.with_traceback(None)
+        assert self._con is not None
+        return self._con
 
 
 @contextlib.contextmanager
