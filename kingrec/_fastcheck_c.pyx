@@ -19,7 +19,7 @@ from libc.string cimport memcmp
 
 from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, Tally, uchar
-from kingrec._framing cimport FRAME_HEADER, le32, whole_frame
+from kingrec._framing cimport CrcFn, FRAME_HEADER, le32, verified_crc, whole_frame
 from kingrec._v1wire cimport DealMsg, parse_deal
 from kingrec._wire cimport (
     I32_MAX, U32_MAX, WT_LEN, WT_VARINT, enum32, length_delimited, packed_sint32, skip_field,
@@ -28,9 +28,27 @@ from kingrec._wire cimport (
 
 from kingrec.checksum import crc32
 
-__all__ = ["MatchChecker", "content_key", "count_short_varints"]
+__all__ = ["MatchChecker", "content_key", "count_short_varints", "crc_in_c", "use_crc_in_c"]
 
 cdef object _payload_crc = crc32
+# The payload CRC called from C (``_framing.verified_crc``), NULL: ``_payload_crc`` instead.
+cdef CrcFn _found_crc = verified_crc(crc32)
+cdef CrcFn _c_crc = _found_crc
+
+
+def crc_in_c():
+    """Whether ``check_frames`` checksums payloads in C (libdeflate found and verified)."""
+    return _c_crc != NULL
+
+
+def use_crc_in_c(bint wanted):
+    """Checksum payloads in C when found (True, the default), or always with a Python call
+    to ``kingrec.checksum.crc32`` (False: the fallback, for the tests). Returns the old
+    setting as ``crc_in_c`` gave it."""
+    global _c_crc
+    was = _c_crc != NULL
+    _c_crc = _found_crc if wanted else NULL
+    return was
 
 # kingrec.limits (tests/test_fastcheck.py holds them to the Python values).
 cdef enum:
@@ -516,7 +534,7 @@ cdef class MatchChecker:
         cdef list payloads = []
         cdef MatchTop top
         cdef uint64_t* slot
-        cdef object whole = memoryview(buf)  # payloads handed to the checksum as slices of it
+        cdef object whole = memoryview(buf)  # for the fallback: slices to kingrec.checksum
         # Room for every frame that fits: a frame is at least a header.
         cdef Py_ssize_t room = min(max_frames, (end - start) // FRAME_HEADER)
         cdef bytearray offsets = bytearray(8 * room)
@@ -526,7 +544,10 @@ cdef class MatchChecker:
             if length < 0:
                 break
             head = data + pos
-            if _payload_crc(whole[pos + FRAME_HEADER:pos + FRAME_HEADER + length]) \
+            if _c_crc != NULL:
+                if _c_crc(0, head + FRAME_HEADER, <size_t>length) != le32(head + 8):
+                    break
+            elif _payload_crc(whole[pos + FRAME_HEADER:pos + FRAME_HEADER + length]) \
                     != le32(head + 8):
                 break
             (<uint64_t*><char*>offsets)[n] = <uint64_t>pos

@@ -623,7 +623,9 @@ def validate_here(
             return
         check_file_header(f, name)
         fd = f.fileno()
-        block = bytearray(_HERE_BLOCK)
+        # No bigger than the file: a one-match file zeroes a few KiB, not 5 MiB (a file that
+        # grows while read is taken a block of this size at a time, as ever).
+        block = bytearray(max(min(_HERE_BLOCK, os.fstat(fd).st_size - FILE_HEADER_SIZE), 1))
         pos, index = FILE_HEADER_SIZE, 0
         while True:
             got = os.preadv(fd, [block], pos)
