@@ -68,10 +68,15 @@ def report(title: str, deals: int, times: dict[str, list[tuple[float, float]]]) 
         cpu = statistics.median(c for c, _ in runs)
         wall = statistics.median(w for _, w in runs)
         medians[name] = (cpu, wall)
-        rate = f", {deals / cpu / 1e6:.2f} M deals per CPU s" if deals else ""
+        rate = (
+            f", {deals / wall / 1e6:.2f} M deals/s wall, {deals / cpu / 1e6:.2f} M deals per CPU s"
+            if deals
+            else ""
+        )
         print(
             f"  {name}: CPU median {cpu:.3f} s, wall median {wall:.3f} s{rate}  "
-            f"(CPU {' '.join(f'{c:.3f}' for c, _ in runs)})"
+            f"(CPU {' '.join(f'{c:.3f}' for c, _ in runs)}; "
+            f"wall {' '.join(f'{w:.3f}' for _, w in runs)})"
         )
     ratios = [n[0] / o[0] for n, o in zip(times["new"], times["old"], strict=True)]
     print(

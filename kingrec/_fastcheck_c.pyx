@@ -15,11 +15,12 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_FromSt
 from cpython.bytes cimport PyBytes_GET_SIZE
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int64_t, uint64_t
-from libc.string cimport memcmp
+from cpython.ref cimport PyObject, Py_XDECREF
+from libc.string cimport memcmp, memcpy
 
 from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, Tally, uchar
-from kingrec._framing cimport FRAME_HEADER, le32, whole_frame
+from kingrec._framing cimport CrcFn, FRAME_HEADER, le32, verified_crc, whole_frame
 from kingrec._v1wire cimport DealMsg, parse_deal
 from kingrec._wire cimport (
     I32_MAX, U32_MAX, WT_LEN, WT_VARINT, enum32, length_delimited, packed_sint32, skip_field,
@@ -28,9 +29,27 @@ from kingrec._wire cimport (
 
 from kingrec.checksum import crc32
 
-__all__ = ["MatchChecker", "content_key", "count_short_varints"]
+__all__ = ["MatchChecker", "content_key", "count_short_varints", "crc_in_c", "use_crc_in_c"]
 
 cdef object _payload_crc = crc32
+# The payload CRC called from C (``_framing.verified_crc``), NULL: ``_payload_crc`` instead.
+cdef CrcFn _found_crc = verified_crc(crc32)
+cdef CrcFn _c_crc = _found_crc
+
+
+def crc_in_c():
+    """Whether ``check_frames`` checksums payloads in C (libdeflate found and verified)."""
+    return _c_crc != NULL
+
+
+def use_crc_in_c(bint wanted):
+    """Checksum payloads in C when found (True, the default), or always with a Python call
+    to ``kingrec.checksum.crc32`` (False: the fallback, for the tests). Returns the old
+    setting as ``crc_in_c`` gave it."""
+    global _c_crc
+    was = _c_crc != NULL
+    _c_crc = _found_crc if wanted else NULL
+    return was
 
 # kingrec.limits (tests/test_fastcheck.py holds them to the Python values).
 cdef enum:
@@ -72,6 +91,130 @@ cdef bint _walk_metadata(const uchar* p, const uchar* end) noexcept nogil:
         elif not skip_field(&p, end, wt):
             return False
     return True
+
+
+# ---------------------------------------------------------------------------- mapped frames
+
+cdef extern from *:
+    """
+    #include <setjmp.h>
+    #include <signal.h>
+    #include <string.h>
+    /* A run of frames judged where they lie (check_frames). Its progress is volatile: after
+       a SIGBUS (a mapped file cut short under the run) it is read back as it stood. */
+    typedef struct {
+        void* checker;
+        const unsigned char* data;
+        Py_ssize_t end, max_payload, max_frames;
+        volatile Py_ssize_t pos, n, clean, deals;
+        void* whole;  /* the buffer as a memoryview, for the checksum's fallback */
+        void* dirty;
+        void* payloads;
+        uint64_t* offsets;
+        uint64_t* keys;
+        PyObject* volatile pending;  /* a payload being copied out: dropped after a SIGBUS */
+    } kr_run;
+    typedef int (*kr_body)(kr_run* run);
+
+    /* The SIGBUS guard: while a guarded run reads a mapping, a SIGBUS (a page of the file
+       that is no longer there) jumps back to kr_guarded, which returns -2; any other SIGBUS
+       goes to the handler there was before (the fault repeats under it). One guarded run
+       at a time per thread; the handler is ours only while a run is guarded. */
+    static __thread sigjmp_buf* kr_bus_jump = NULL;
+    static struct sigaction kr_bus_before;
+    static int kr_bus_depth = 0;
+
+    static void kr_on_bus(int sig, siginfo_t* info, void* context) {
+        sigjmp_buf* jump = kr_bus_jump;
+        (void)info; (void)context;
+        if (jump != NULL) {
+            kr_bus_jump = NULL;
+            siglongjmp(*jump, 1);
+        }
+        sigaction(sig, &kr_bus_before, NULL);
+    }
+
+    static int kr_guarded(kr_body body, kr_run* run) {
+        sigjmp_buf jump;
+        struct sigaction ours;
+        int result;
+        if (kr_bus_depth++ == 0) {
+            memset(&ours, 0, sizeof ours);
+            ours.sa_sigaction = kr_on_bus;
+            ours.sa_flags = SA_SIGINFO | SA_NODEFER;
+            sigemptyset(&ours.sa_mask);
+            if (sigaction(SIGBUS, &ours, &kr_bus_before) != 0) {
+                kr_bus_depth--;
+                PyErr_SetFromErrno(PyExc_OSError);
+                return -1;
+            }
+        }
+        if (sigsetjmp(jump, 1) == 0) {
+            kr_bus_jump = &jump;
+            result = body(run);
+        } else {
+            result = -2;
+        }
+        kr_bus_jump = NULL;
+        if (--kr_bus_depth == 0)
+            sigaction(SIGBUS, &kr_bus_before, NULL);
+        return result;
+    }
+    """
+    ctypedef struct FrameRun "kr_run":
+        void* checker
+        const uchar* data
+        Py_ssize_t end, max_payload, max_frames
+        Py_ssize_t pos, n, clean, deals
+        void* whole
+        void* dirty
+        void* payloads
+        uint64_t* offsets
+        uint64_t* keys
+        PyObject* pending
+    ctypedef int (*Body "kr_body")(FrameRun* run) except -1
+    int guarded "kr_guarded"(Body body, FrameRun* run) except -1
+
+
+cdef int _frames_body(FrameRun* r) except -1:
+    """The frames of a run in a row, judged where they lie (``MatchChecker.check_frames``).
+
+    Every read of a frame's bytes comes before the run's lists and counts take that frame:
+    stopped by a SIGBUS anywhere (``guarded``), the run stands as it was after its last whole
+    frame."""
+    cdef MatchChecker checker = <MatchChecker>r.checker
+    cdef const uchar* data = r.data
+    cdef const uchar* head
+    cdef Py_ssize_t length, found
+    cdef MatchTop top
+    cdef bytes payload
+    while r.n < r.max_frames:
+        length = whole_frame(data, r.pos, r.end, r.max_payload)
+        if length < 0:
+            break
+        head = data + r.pos
+        if _c_crc != NULL:
+            if _c_crc(0, head + FRAME_HEADER, <size_t>length) != le32(head + 8):
+                break
+        elif _payload_crc((<object>r.whole)[r.pos + FRAME_HEADER:r.pos + FRAME_HEADER + length]) \
+                != le32(head + 8):
+            break  # (never for a mapping: check_frames makes no Python call under the guard)
+        found = checker._clean_deals_at(head + FRAME_HEADER, length, &top)
+        if found < 0:
+            payload = PyBytes_FromStringAndSize(NULL, length)
+            r.pending = <PyObject*>payload
+            memcpy(PyBytes_AS_STRING(payload), head + FRAME_HEADER, length)
+            r.pending = NULL
+            (<list>r.dirty).append(r.n)
+            (<list>r.payloads).append(payload)
+        else:
+            r.keys[r.clean] = hash64(head + FRAME_HEADER, length)
+            r.clean += 1
+            r.deals += found
+        r.offsets[r.n] = <uint64_t>r.pos
+        r.n += 1
+        r.pos += FRAME_HEADER + length
+    return 0
 
 
 # ---------------------------------------------------------------------------- the match check
@@ -484,7 +627,7 @@ cdef class MatchChecker:
         return clean, deals, dirty, bytes(keys)
 
     def check_frames(self, buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t max_payload,
-                     Py_ssize_t max_frames):
+                     Py_ssize_t max_frames, bint mapped=False):
         """``check_run`` of the intact frames of ``buf[start:end]`` in a row, judged where they
         lie: ``scan_frames`` (``kingrec._frames_py``) and ``check_run`` of its payloads in one
         call, with no Python object made for a clean frame.
@@ -493,8 +636,15 @@ cdef class MatchChecker:
         payloads, keys)``: where the run stopped (as ``scan_frames``), each frame's header
         offset in ``buf`` packed as native uint64s, then as ``check_run``, with ``payloads``
         the bytes of each frame listed in ``dirty``.
+
+        ``mapped``: ``buf`` is a file mapped in memory (``mmap``), which can lose pages under
+        the run when the file is cut short meanwhile: a SIGBUS while its bytes are read then
+        stops the run at the frame being read (as a frame not whole), where the reader reports
+        it. Only with the checksum in C (``crc_in_c``): no Python call reads the mapping.
         """
         cdef Py_buffer view
+        if mapped and _c_crc == NULL:
+            raise ValueError("check_frames: a mapped buffer needs the checksum in C (crc_in_c)")
         PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
         try:
             if not (0 <= start <= end <= view.len) or max_payload < 0 or max_frames < 0:
@@ -504,48 +654,41 @@ cdef class MatchChecker:
                     f"max_payload={max_payload}, max_frames={max_frames}"
                 )
             return self._check_frames(buf, <const uchar*>view.buf, start, end, max_payload,
-                                      max_frames)
+                                      max_frames, mapped)
         finally:
             PyBuffer_Release(&view)
 
     cdef tuple _check_frames(self, object buf, const uchar* data, Py_ssize_t start,
-                             Py_ssize_t end, Py_ssize_t max_payload, Py_ssize_t max_frames):
-        cdef Py_ssize_t pos = start, n = 0, clean = 0, deals = 0, found, length
-        cdef const uchar* head
+                             Py_ssize_t end, Py_ssize_t max_payload, Py_ssize_t max_frames,
+                             bint mapped):
+        cdef FrameRun run
         cdef list dirty = []
         cdef list payloads = []
-        cdef MatchTop top
-        cdef uint64_t* slot
-        cdef object whole = memoryview(buf)  # payloads handed to the checksum as slices of it
+        cdef object whole = memoryview(buf)  # for the fallback: slices to kingrec.checksum
         # Room for every frame that fits: a frame is at least a header.
         cdef Py_ssize_t room = min(max_frames, (end - start) // FRAME_HEADER)
         cdef bytearray offsets = bytearray(8 * room)
         cdef bytearray keys = bytearray(8 * room)
-        while n < max_frames:
-            length = whole_frame(data, pos, end, max_payload)
-            if length < 0:
-                break
-            head = data + pos
-            if _payload_crc(whole[pos + FRAME_HEADER:pos + FRAME_HEADER + length]) \
-                    != le32(head + 8):
-                break
-            (<uint64_t*><char*>offsets)[n] = <uint64_t>pos
-            found = self._clean_deals_at(head + FRAME_HEADER, length, &top)
-            if found < 0:
-                dirty.append(n)
-                payloads.append(PyBytes_FromStringAndSize(<const char*>head + FRAME_HEADER,
-                                                          length))
-            else:
-                slot = <uint64_t*><char*>keys
-                slot[clean] = hash64(head + FRAME_HEADER, length)
-                clean += 1
-                deals += found
-            n += 1
-            pos += FRAME_HEADER + length
-        whole.release()
-        del offsets[8 * n:]
-        del keys[8 * clean:]
-        return pos, bytes(offsets), clean, deals, dirty, payloads, bytes(keys)
+        run.checker = <void*>self
+        run.data = data
+        run.end, run.max_payload, run.max_frames = end, max_payload, max_frames
+        run.pos, run.n, run.clean, run.deals = start, 0, 0, 0
+        run.whole = <void*>whole
+        run.dirty = <void*>dirty
+        run.payloads = <void*>payloads
+        run.offsets = <uint64_t*><char*>offsets
+        run.keys = <uint64_t*><char*>keys
+        run.pending = NULL
+        try:
+            if not mapped:
+                _frames_body(&run)
+            elif guarded(_frames_body, &run) == -2:  # a SIGBUS: the run stops where it was
+                Py_XDECREF(run.pending)
+        finally:
+            whole.release()
+        del offsets[8 * run.n:]
+        del keys[8 * run.clean:]
+        return run.pos, bytes(offsets), run.clean, run.deals, dirty, payloads, bytes(keys)
 
 
 cdef inline uint64_t _key(bytes payload) noexcept:

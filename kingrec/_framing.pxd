@@ -63,6 +63,50 @@ cdef extern from *:
     const uint32_t CRC_TABLE "KR_CRC_TABLE"[256]
 
 
+cdef extern from *:
+    """
+    #include <dlfcn.h>
+    #include <stddef.h>
+    /* A payload's CRC-32 computed in C, with no Python call and no slice per frame: the
+       public API of the system's libdeflate (``uint32_t libdeflate_crc32(uint32_t crc,
+       const void* buf, size_t len)``, zlib's semantics, a folding CRC as fast as ISA-L's),
+       looked up by its public name once per module. NULL when the library is absent: the
+       caller then calls kingrec.checksum.crc32. */
+    typedef unsigned int (*kr_crc_fn)(unsigned int crc, const void* buf, size_t len);
+    static kr_crc_fn kr_find_libdeflate_crc(void) {
+        void* lib = dlopen("libdeflate.so.0", RTLD_NOW | RTLD_LOCAL);
+        if (lib == NULL) return NULL;
+        return (kr_crc_fn)dlsym(lib, "libdeflate_crc32");
+    }
+    """
+    ctypedef uint32_t (*CrcFn "kr_crc_fn")(uint32_t crc, const void* buf, size_t n) noexcept nogil
+    CrcFn find_libdeflate_crc "kr_find_libdeflate_crc"() noexcept nogil
+
+
+cdef inline CrcFn verified_crc(object reference) noexcept:
+    """``find_libdeflate_crc``, kept only if it gives ``reference``'s (kingrec.checksum.crc32)
+    numbers: on the check value of CRC-32 and on 4 KiB of varied bytes at 8 alignments and
+    lengths of each size class (so a vector path and its tail are both exercised); else NULL."""
+    cdef CrcFn fn = find_libdeflate_crc()
+    cdef bytes sample
+    cdef const unsigned char* p
+    cdef Py_ssize_t start, n
+    if fn == NULL:
+        return NULL
+    if fn(0, b"123456789", 9) != 0xCBF43926:
+        return NULL
+    sample = bytes(range(256)) * 7 + bytes(range(255, -1, -3)) * 9 + b"kingrec" * 230
+    p = <const unsigned char*><const char*>sample
+    try:
+        for start in range(8):
+            for n in (0, 1, 7, 15, 16, 63, 64, 255, 256, 1000, 4096 - 8):
+                if fn(0, p + start, n) != reference(sample[start:start + n]):
+                    return NULL
+    except Exception:
+        return NULL
+    return fn
+
+
 cdef inline uint32_t le32(const unsigned char* p) noexcept nogil:
     # Byte by byte so the result is the same on any endianness; compilers make it one load.
     return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)

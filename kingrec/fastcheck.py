@@ -27,6 +27,8 @@ from .records import Damage, decode_frame
 from .ruleset_fields import SpelledOut, read_ruleset, resolve_ruleset
 
 if TYPE_CHECKING:  # protobuf is loaded only when a record needs it (see _spelled_out)
+    import mmap
+
     from .v1 import record_pb2 as pb
 
 __all__ = [
@@ -69,11 +71,12 @@ class _Checker(Protocol):
 
     def check_frames(
         self,
-        buf: bytearray | memoryview,
+        buf: bytearray | memoryview | mmap.mmap,
         start: int,
         end: int,
         max_payload: int,
         max_frames: int,
+        mapped: bool = False,
         /,
     ) -> tuple[int, bytes, int, int, list[int], list[bytes], bytes]: ...
 

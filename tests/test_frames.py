@@ -444,15 +444,47 @@ def test_frames_judged_where_they_lie_are_the_frames_the_scan_takes_judged(
     start = data.draw(st.sampled_from(starts) | st.integers(0, end))
     max_payload = data.draw(st.sampled_from([0, 40, 1 << 20]))
     max_frames = data.draw(st.integers(0, 13))
+    # The payloads' checksum in C (where libdeflate is found) or by a call to
+    # kingrec.checksum.crc32 (the fallback): the same frames either way.
+    in_c = data.draw(st.booleans())
 
     payloads, offsets, stop = _frames_py.scan_frames(buf, start, end, max_payload)
     if len(offsets) > max_frames:
         stop, payloads, offsets = offsets[max_frames], payloads[:max_frames], offsets[:max_frames]
     clean, deals, dirty, keys = checker.check_run(payloads)
-    got = checker.check_frames(bytearray(buf), start, end, max_payload, max_frames)
+    was = _fastcheck_c().use_crc_in_c(in_c)
+    try:
+        got = checker.check_frames(bytearray(buf), start, end, max_payload, max_frames)
+    finally:
+        _fastcheck_c().use_crc_in_c(was)
     assert got[0] == stop
     assert list(memoryview(got[1]).cast("Q")) == offsets
     assert got[2:] == (clean, deals, dirty, [payloads[i] for i in dirty], keys)
+
+
+def _fastcheck_c() -> ModuleType:
+    return importlib.import_module("kingrec._fastcheck_c")
+
+
+def test_check_frames_checksums_payloads_in_c_with_the_formats_crc() -> None:
+    """Where libdeflate is found, ``check_frames`` checksums each payload in C: a frame is
+    taken when its payload's CRC-32 is kingrec.checksum.crc32's, at any length (the vector
+    loop and its tail), and stops at the first whose payload differs by one bit."""
+    from kingrec.fastcheck import checker_of
+
+    checker = checker_of()
+    if checker is None:
+        pytest.skip("the compiled checker is not built")
+    module = _fastcheck_c()
+    if not module.crc_in_c():
+        pytest.skip("no libdeflate here: payloads are checksummed by kingrec.checksum.crc32")
+    payloads = [os.urandom(n) for n in (0, 1, 15, 16, 17, 63, 64, 65, 255, 1000, 5000, 70000)]
+    buf = bytearray(b"".join(_header(len(p), crc32(p)) + p for p in payloads))
+    assert checker.check_frames(buf, 0, len(buf), 1 << 20, 100)[0] == len(buf)
+    flipped = 16 * 11 + sum(map(len, payloads[:10])) + 2500  # a bit of the 5000-byte one's
+    buf[flipped] ^= 0x10
+    stop = checker.check_frames(buf, 0, len(buf), 1 << 20, 100)[0]
+    assert stop == 16 * 10 + sum(map(len, payloads[:10]))
 
 
 def test_check_run_unkeyed_judges_alike_and_keys_nothing() -> None:
