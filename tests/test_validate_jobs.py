@@ -466,8 +466,8 @@ def test_judging_in_place_gives_the_items_of_the_reader_whatever_the_blocks(
     judged_in_place: list[int] = []
     pieces_of = judges._judged_pieces
 
-    def counted(*args: Any) -> Any:
-        for piece, stop in pieces_of(*args):
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        for piece, stop in pieces_of(*args, **kwargs):
             judged_in_place.append(len(piece[1]))
             yield piece, stop
 
