@@ -20,16 +20,13 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from compiled_only import refuse_pure_twins
+from in_turn import in_turn, timed
 
-ROOT = Path(__file__).resolve().parent.parent
-NEW = ROOT / ".venv" / "bin" / "kingrec"
 DEFAULT_FILE = Path("/work/bench-data/classic-100000.krec")
 
 Run = tuple[float, float, float, int]  # wall, user, system seconds, peak RSS KiB
@@ -40,40 +37,30 @@ def run(kingrec: Path, path: Path, tmp: str | None) -> tuple[Run, dict[str, obje
     folder = tempfile.mkdtemp(prefix="ingest-ab-", dir=tmp)
     try:
         command = [str(kingrec), "ingest", "--no-progress", "--json"]
-        command += ["--db", str(Path(folder, "s.duckdb")), str(path)]
-        started = time.perf_counter()
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        assert child.stdout is not None
-        out = child.stdout.read()
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.perf_counter() - started
-        code = os.waitstatus_to_exitcode(status)
-        assert code in (0, 1), (kingrec, path, code)
+        done = timed([*command, "--db", str(Path(folder, "s.duckdb")), str(path)])
+        assert done.code in (0, 1), (kingrec, path, done.code)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    summary = json.loads(out)
+    summary = json.loads(done.out)
     for varies in ("seconds", "db"):  # the time taken, the fresh store's path
         summary.pop(varies, None)
-    return (wall, usage.ru_utime, usage.ru_stime, usage.ru_maxrss), summary
+    return (done.wall, done.user, done.system, done.peak_rss_kib), summary
 
 
 def pairs(old: Path, path: Path, count: int, tmp: str | None) -> tuple[dict[str, list[Run]], int]:
-    """``count`` runs of each, in turn (old first in even pairs, new first in odd ones),
-    and the deals each stored."""
+    """``count`` runs of each, in turn (``in_turn``), and the deals each stored."""
     times: dict[str, list[Run]] = {"old": [], "new": []}
     said: dict[str, dict[str, object]] = {}
-    for i in range(count):
-        order = [("old", old), ("new", NEW)] if i % 2 == 0 else [("new", NEW), ("old", old)]
-        for name, kingrec in order:
-            figures, summary = run(kingrec, path, tmp)
-            assert said.setdefault(name, summary) == summary, (name, summary)
-            times[name].append(figures)
-            wall, user, system, rss = figures
-            print(
-                f"    pair {i + 1} {name}: wall {wall:6.2f} s  user {user:6.2f} s  "
-                f"sys {system:5.2f} s  peak RSS {rss / 1024:6.0f} MiB",
-                flush=True,
-            )
+    for i, name, kingrec in in_turn(old, count):
+        figures, summary = run(kingrec, path, tmp)
+        assert said.setdefault(name, summary) == summary, (name, summary)
+        times[name].append(figures)
+        wall, user, system, rss = figures
+        print(
+            f"    pair {i + 1} {name}: wall {wall:6.2f} s  user {user:6.2f} s  "
+            f"sys {system:5.2f} s  peak RSS {rss / 1024:6.0f} MiB",
+            flush=True,
+        )
     assert said["old"] == said["new"], said
     deals = said["new"]["deals"]
     assert isinstance(deals, int)

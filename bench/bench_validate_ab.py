@@ -20,43 +20,29 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from compiled_only import refuse_pure_twins
+from in_turn import NEW, in_turn, timed
 
-ROOT = Path(__file__).resolve().parent.parent
-NEW = ROOT / ".venv" / "bin" / "kingrec"
 DEFAULT_FILE = Path("/work/bench-data/classic-100000.krec")
 
 
 def run(kingrec: Path, args: list[str]) -> tuple[float, float, bytes]:
     """(CPU seconds, wall seconds, standard output) of ``kingrec validate ARGS``."""
-    started = time.perf_counter()
-    child = subprocess.Popen(
-        [str(kingrec), "validate", "--no-progress", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert child.stdout is not None
-    out = child.stdout.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    assert child.returncode in (0, 1), (kingrec, args, child.returncode)
-    return usage.ru_utime + usage.ru_stime, wall, out
+    done = timed([str(kingrec), "validate", "--no-progress", *args])
+    assert done.code in (0, 1), (kingrec, args, done.code)
+    return done.cpu, done.wall, done.out
 
 
 def pairs(old: Path, args: list[str], count: int) -> dict[str, list[tuple[float, float]]]:
-    """``count`` runs of each, in turn (old first in even pairs, new first in odd ones)."""
+    """``count`` runs of each, in turn (``in_turn``)."""
     times: dict[str, list[tuple[float, float]]] = {"old": [], "new": []}
     outputs: dict[str, bytes] = {}
-    for i in range(count):
-        order = [("old", old), ("new", NEW)] if i % 2 == 0 else [("new", NEW), ("old", old)]
-        for name, kingrec in order:
-            cpu, wall, out = run(kingrec, args)
-            assert outputs.setdefault(name, out) == out
-            times[name].append((cpu, wall))
+    for _, name, kingrec in in_turn(old, count):
+        cpu, wall, out = run(kingrec, args)
+        assert outputs.setdefault(name, out) == out
+        times[name].append((cpu, wall))
     assert outputs["old"] == outputs["new"], outputs
     return times
 
