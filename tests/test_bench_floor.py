@@ -4,33 +4,17 @@ DuckDB."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "bench"
-KINGREC = Path(sys.executable).parent / "kingrec"
-
-
-def _run(*command: str, timeout: int = 240) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("KINGREC_")}
-    return subprocess.run(
-        list(command), capture_output=True, text=True, env=clean, cwd=ROOT, check=False,
-        timeout=timeout,
-    )  # fmt: skip
+from bench_runs import BENCH, ROOT, simulated
+from bench_runs import run as _run
 
 
 @pytest.fixture(scope="module")
 def small_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("floor") / "small.krec"
-    made = _run(str(KINGREC), "simulate", "--no-progress", "-q", "--seed", "7",
-                "--matches", "40", "-o", str(path))  # fmt: skip
-    assert made.returncode == 0, made.stderr
-    return path
+    return simulated(tmp_path_factory.mktemp("floor") / "small.krec", 40)
 
 
 def test_the_floor_beside_a_setting_prints_both_floors_their_ratio_and_the_profile(
