@@ -12,6 +12,7 @@ import gc
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
@@ -85,7 +86,10 @@ class Store:
     """An open store; use as a context manager (``with Store.open(path) as store:``)."""
 
     def __init__(
-        self, con: duckdb.DuckDBPyConnection | _Opening, path: str, read_only: bool
+        self,
+        con: duckdb.DuckDBPyConnection | Future[duckdb.DuckDBPyConnection],
+        path: str,
+        read_only: bool,
     ) -> None:
         self._con = con
         self.path = path
@@ -96,7 +100,7 @@ class Store:
     def con(self) -> duckdb.DuckDBPyConnection:
         """The store's connection (opened in the background by ``open_beside``: waits for
         it, and raises what opening it raised)."""
-        if isinstance(self._con, _Opening):
+        if isinstance(self._con, Future):
             self._con = self._con.result()
         return self._con
 
@@ -128,11 +132,11 @@ class Store:
         of the GIL while it creates the schema). The first use of ``con`` (or ``ready``)
         waits for it and raises what opening it raised (``StoreError`` and kin)."""
         where = path or default_path()
-        return cls(_Opening(where), where, read_only=False)
+        return cls(_opening(where), where, read_only=False)
 
     def close(self) -> None:
-        if isinstance(self._con, _Opening):
-            if self._con.failure() is not None:
+        if isinstance(self._con, Future):
+            if self._con.exception() is not None:
                 return  # nothing was opened; whoever uses the store is told why
             self._con = self._con.result()
         self._con.close()
@@ -353,35 +357,19 @@ class Store:
         return out
 
 
-class _Opening:
-    """A store's connection being made (``connect``) in a thread of its own."""
+def _opening(path: str) -> Future[duckdb.DuckDBPyConnection]:
+    """``connect(path)`` made in a thread of its own (a daemon: an interrupted command does
+    not wait for it): the connection, or what making it raised, once made."""
+    opened: Future[duckdb.DuckDBPyConnection] = Future()
 
-    def __init__(self, path: str) -> None:
-        self._con: duckdb.DuckDBPyConnection | None = None
-        self._failure: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._open, args=(path,), name="kingrec-store-open", daemon=True
-        )
-        self._thread.start()
-
-    def _open(self, path: str) -> None:
+    def make() -> None:
         try:
-            self._con = connect(path)
+            opened.set_result(connect(path))
         except BaseException as exc:  # raised again where the connection is wanted
-            self._failure = exc
+            opened.set_exception(exc)
 
-    def failure(self) -> BaseException | None:
-        """Once the open is over: what it raised, or None."""
-        self._thread.join()
-        return self._failure
-
-    def result(self) -> duckdb.DuckDBPyConnection:
-        """The connection, once made; raises what making it raised."""
-        failure = self.failure()
-        if failure is not None:
-            raise failure.with_traceback(None)
-        assert self._con is not None
-        return self._con
+    threading.Thread(target=make, name="kingrec-store-open", daemon=True).start()
+    return opened
 
 
 @contextlib.contextmanager
