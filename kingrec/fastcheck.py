@@ -170,11 +170,7 @@ def validate_payload(payload: bytes, location: Location | None = None) -> MatchR
     FRAME_UNDECODABLE damage when the bytes are not a Match, a LIMIT_EXCEEDED report when
     it is over a bound of ``kingrec.limits``.
     """
-    location = location or Location()
-    verdict = _checker.check(payload) if _checker is not None else None
-    if verdict is not None:
-        return _clean_report(verdict, location)
-    return judge_payload(payload, location)
+    return _judged(payload, location or Location(), _checker, None)
 
 
 def validate_payloads(
@@ -221,6 +217,17 @@ def judge_payload(
 def _clean_report(verdict: tuple[int, bytes], location: Location) -> MatchReport:
     """The report of a match the compiled checker vouched for: no findings."""
     return MatchReport(verdict[1].decode("utf-8"), location, deals=verdict[0])
+
+
+def _judged(
+    payload: bytes, location: Location, checker: _Checker | None, engine: ModuleType | None
+) -> MatchReport | Damage:
+    """One serialized Match's report: the compiled checker's when it vouches for it, else
+    the reference's (``judge_payload``)."""
+    verdict = checker.check(payload) if checker is not None else None
+    if verdict is not None:
+        return _clean_report(verdict, location)
+    return judge_payload(payload, location, engine)
 
 
 def content_key_of(twins: _twins.Twins | None = None) -> Callable[[bytes], int]:
@@ -367,10 +374,10 @@ def settle_run(
     """Stage two: the run's items in file order against the run-wide duplicate set ``seen``.
 
     The clean matches come as one ``CleanMatches`` (before the run's other reports); a clean
-    one seen before is judged here, from its bytes in ``payloads`` (only those are read), and
-    reported with its DUPLICATE_RECORD warning.
+    one seen before is judged again here, from its bytes in ``payloads`` (only those are read),
+    by the compiled checker, and reported with its DUPLICATE_RECORD warning.
     """
-    engine = (twins or _twins.ACTIVE).engine
+    checker, engine = checker_of(twins), (twins or _twins.ACTIVE).engine
     key_of = content_key_of(twins)
     clean, deals = judged.clean, judged.deals
     dirty = dict(zip(judged.dirty, judged.reports, strict=True))
@@ -386,8 +393,12 @@ def settle_run(
         for i, key in zip(clean_indices, keys, strict=True):
             if key in seen:  # a repeat: reported one by one, with its warning
                 location = Location(name, first + i, offsets[i])
-                report = judge_payload(payloads[i], location, engine)
-                report = note_duplicate(report, key_of(payloads[i]), seen)
+                payload = payloads[i]  # once: under the pool each read is a pread of the file
+                # The compiled checker vouched for it in stage one: asked again (what a clean
+                # record costs, where the reference took a millisecond a repeat), the
+                # reference only for bytes it no longer vouches for (a file changed since).
+                report = _judged(payload, location, checker, engine)
+                report = note_duplicate(report, key_of(payload), seen)
                 if isinstance(report, MatchReport):
                     clean, deals = clean - 1, deals - report.deals
                 repeats[i] = report

@@ -3,20 +3,24 @@ records over a bound are reported without being decoded, and clean records can b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from kingrec import _twins
+from kingrec import _twins, validator
 from kingrec.container import KrecWriter
-from kingrec.findings import CleanMatches, MatchReport
+from kingrec.fastcheck import validate_runs
+from kingrec.findings import CleanMatches, Location, MatchReport
 from kingrec.jsonl import dumps_match
+from kingrec.judges import JudgePool
 from kingrec.limits import MAX_DEALS, MAX_PLAYS
-from kingrec.records import Damage
+from kingrec.records import Damage, open_records
 from kingrec.rules import preset
 from kingrec.simulate import simulate_match
 from kingrec.v1 import record_pb2 as pb
-from kingrec.validation import Verdict, validate_file
+from kingrec.validation import Verdict, validate_file, validate_records
 
 
 def _matches() -> list[pb.Match]:
@@ -131,6 +135,75 @@ def test_a_record_seen_again_is_a_duplicate_warning_in_a_file_and_across_files(
         for r in _reports(list(validate_file(str(third), twins=twins)))
         for f in r.findings
     )
+
+
+def _judged_by_the_reference(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The match ids the reference validator is asked about from now on, in order."""
+    judged: list[str] = []
+    reference = validator.validate_match
+
+    def noted(
+        match: pb.Match, location: Location | None = None, engine: ModuleType | None = None
+    ) -> MatchReport:
+        judged.append(match.match_id)
+        return reference(match, location, engine)
+
+    monkeypatch.setattr(validator, "validate_match", noted)
+    return judged
+
+
+def _in_place(path: Path, seen: set[int]) -> list[Verdict]:
+    return list(validate_file(str(path), count_clean=True, twins=_twins.COMPILED, seen=seen))
+
+
+def _by_a_pool(path: Path, seen: set[int]) -> list[Verdict]:
+    with JudgePool(1, chunk_bytes=3000) as pool, open_records(str(path)) as records:
+        return list(validate_records(records, count_clean=True, seen=seen, pool=pool))
+
+
+def _by_the_reader(path: Path, seen: set[int]) -> list[Verdict]:
+    with open_records(str(path)) as records:  # as a stream's runs are judged
+        runs = records.raw_frame_runs()
+        return list(validate_runs(runs, str(path), count_clean=True, seen=seen))
+
+
+@pytest.mark.skipif(_twins.COMPILED is None, reason="the compiled twins are not built")
+@pytest.mark.parametrize(
+    "judge", [_in_place, _by_a_pool, _by_the_reader], ids=["in-place", "pool", "reader"]
+)
+def test_a_clean_record_seen_again_is_judged_by_the_compiled_checker_not_the_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge: Callable[..., list[Verdict]]
+) -> None:
+    """A repeat costs what a clean record costs: with the reference validator (~1 ms a
+    match) ``kingrec validate F F`` took 50 times as long as ``F``. Its report, with its
+    DUPLICATE_RECORD warning, is still the reference's, in file order."""
+    matches = _matches()  # sim-short-2 is the broken one
+    first = _krec(tmp_path / "first.krec", [matches[0], matches[1], matches[0], matches[2]])
+    again = _krec(tmp_path / "again.krec", matches)
+    seen: set[int] = set()
+    expected = [  # the reference's reports (the pure twins judge every record by it)
+        report
+        for path in (first, again)
+        for report in _reports(list(validate_file(str(path), twins=_twins.PYTHON, seen=seen)))
+        if report.findings
+    ]
+    judged = _judged_by_the_reference(monkeypatch)
+    seen = set()
+    items = judge(first, seen) + judge(again, seen)
+    assert judged == ["sim-short-2", "sim-short-2"]  # the broken one, in each file
+    assert _reports(items) == expected
+    repeats = [
+        (Path(r.location.file or "").name, r.location.frame, r.valid)
+        for r in _reports(items)
+        if any(f.code == "DUPLICATE_RECORD" for f in r.findings)
+    ]
+    assert repeats == [
+        ("first.krec", 2, True),
+        ("again.krec", 0, True),
+        ("again.krec", 1, True),
+        ("again.krec", 2, False),
+    ]
+    assert sum(i.count for i in items if isinstance(i, CleanMatches)) == 4  # 0 1, then 3 4
 
 
 def test_json_keys_the_schema_does_not_know_are_a_warning(
