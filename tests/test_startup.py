@@ -414,15 +414,17 @@ def test_validating_clean_krec_records_loads_no_reference_twin(tmp_path: Path, j
 
 
 @pytest.mark.skipif(COMPILED is None, reason="the compiled twins are not built")
-def test_validating_a_record_seen_twice_loads_the_reference_validator_for_it(
-    tmp_path: Path,
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_validating_a_record_seen_twice_loads_no_reference_twin_for_it(
+    tmp_path: Path, jobs: str
 ) -> None:
-    # The other side of the test above: the repeat is judged by the reference, which then
-    # loads (the run still ends well: a DUPLICATE_RECORD is a warning).
+    # A repeat (a DUPLICATE_RECORD warning) is judged again by the compiled checker, as a
+    # clean record is: the reference validator took a millisecond a repeat.
     payload = _simulated(1)
     path = _krec(tmp_path / "twice.krec", payload, payload)
-    loaded = loaded_by(tmp_path, "validate", str(path))
-    assert "kingrec.validator" in loaded
+    loaded = loaded_by(tmp_path, "validate", "--jobs", jobs, str(path))
+    assert {m for m in REFERENCE_JUDGES if m in loaded} == set()
+    assert "kingrec._fastcheck_c" in loaded
 
 
 def _simulated_under(rules_name: str, seed: int) -> bytes:
