@@ -188,11 +188,7 @@ def validate_payloads(
         chunk = payloads[start : start + BATCH]
         verdicts = checker.check_batch(chunk) if checker is not None else [None] * len(chunk)
         for i, verdict in enumerate(verdicts, start):
-            out.append(
-                _clean_report(verdict, locations[i])
-                if verdict is not None
-                else judge_payload(payloads[i], locations[i], engine)
-            )
+            out.append(_reported(verdict, payloads[i], locations[i], engine))
     return out
 
 
@@ -225,6 +221,17 @@ def _judged(
     """One serialized Match's report: the compiled checker's when it vouches for it, else
     the reference's (``judge_payload``)."""
     verdict = checker.check(payload) if checker is not None else None
+    return _reported(verdict, payload, location, engine)
+
+
+def _reported(
+    verdict: _Verdict,
+    payload: bytes,
+    location: Location,
+    engine: ModuleType | None,
+) -> MatchReport | Damage:
+    """The report of a Match the compiled checker gave ``verdict`` on: its clean report
+    when it vouched for it, else the reference's (``judge_payload``)."""
     if verdict is not None:
         return _clean_report(verdict, location)
     return judge_payload(payload, location, engine)
@@ -277,11 +284,7 @@ def judge_frames(
         chunk = payloads[start : start + BATCH]
         verdicts = checker.check_batch(chunk) if checker is not None else [None] * len(chunk)
         for i, verdict in enumerate(verdicts, start):
-            report = (
-                _clean_report(verdict, locations[i])
-                if verdict is not None
-                else judge_payload(payloads[i], locations[i], engine)
-            )
+            report = _reported(verdict, payloads[i], locations[i], engine)
             out.append((report, key_of(payloads[i])))
     return out
 
