@@ -29,7 +29,10 @@ while this one is settled, so many small files keep every worker busy too. Only 
 window of ranges is in flight, and this process judges only a few ahead of the one it
 settles: memory stays flat however big the files. The workers die with the pool: closed and
 joined when the run ends well, terminated when it fails or is interrupted, and they end
-themselves if this process disappears (``kingrec.workers``).
+themselves if this process disappears. They are forks of this process on pipes
+(``kingrec.forked``: no ``multiprocessing``, no helper thread waking this one for each
+result) where that is safe, else a ``multiprocessing`` pool; a worker that dies has its
+ranges judged here.
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -70,9 +72,10 @@ from .findings import CleanMatches, Location, MatchReport
 from .limits import MAX_FRAME_BYTES
 from .records import Damage, RecordFile, located_runs
 
-if TYPE_CHECKING:  # multiprocessing is loaded with the first pool: one job needs none of it
+if TYPE_CHECKING:  # the workers are loaded with the first of them: one job needs none
     import mmap
-    import multiprocessing.pool
+
+    from .forked import Result, Workers
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "JudgePool", "can_read_by_offset", "validate_here"]
 
@@ -330,7 +333,7 @@ class _Judged:
 
 
 if TYPE_CHECKING:  # a range's result: a worker's to come, or judged here
-    _Result = multiprocessing.pool.AsyncResult[_Taken | None] | _Judged
+    _Result = Result[_Taken | None] | _Judged
 
 
 class JudgePool:
@@ -362,7 +365,7 @@ class JudgePool:
         self.twins = twins or _twins.ACTIVE
         # Ranges of each finer size at the end of a file: a window's worth (none on one job).
         self._tail_ranges = _WINDOW_PER_WORKER * (jobs - 1)
-        self._pool: multiprocessing.pool.Pool | None = None
+        self._pool: Workers[_Taken | None] | None = None
         self._expected: Iterator[str] = iter(())  # files to come, not planned yet
         self._plans: deque[_Plan] = deque()  # planned files, in the order they are judged
         self._unsent: deque[_Plan] = deque()  # those with ranges still to send, in order
@@ -390,21 +393,18 @@ class JudgePool:
         while self._plans:
             self._drop(self._plans.popleft())
         if self._pool is not None:
-            from .workers import end_pool  # loaded with the pool
-
             pool, self._pool = self._pool, None
-            end_pool(pool, ended_well=ended_well)
+            pool.end(ended_well=ended_well)
 
-    def _workers(self) -> multiprocessing.pool.Pool:
+    def _workers(self) -> Workers[_Taken | None]:
         assert self.jobs > 1, "one job has no workers"
         if self._pool is None:
-            # fork starts a worker at once, with kingrec already imported; with other
+            # Forked, a worker is at work at once, kingrec already imported; with other
             # threads running (a progress bar's) a forked child could inherit a lock held
-            # by one of them, so then each worker is a fresh interpreter.
-            from .workers import worker_pool
+            # by one of them, so then each worker is a fresh interpreter (``forked``).
+            from .forked import workers
 
-            method = "fork" if threading.active_count() == 1 else "spawn"
-            self._pool = worker_pool(self.jobs - 1, method)
+            self._pool = workers(self.jobs - 1, _judge_range)
         return self._pool
 
     def start(self) -> None:
@@ -509,7 +509,7 @@ class JudgePool:
         args = (plan.path, plan.ident, plan.path, job, plan.counted, self.twins.name)
         if here:
             return _Judged(_judge_range(*args))
-        return self._workers().apply_async(_judge_range, args)
+        return self._workers().submit(args)
 
     def _to_come(self) -> tuple[_Plan, _Range] | None:
         """The next range to judge, in the order they are settled (None: none left)."""
