@@ -8,6 +8,7 @@ standard error) with the serial run, on the compiled twins and on the pure-Pytho
 
 from __future__ import annotations
 
+import multiprocessing.pool
 import os
 import shutil
 import signal
@@ -174,9 +175,9 @@ def test_damage_is_reported_where_one_job_finds_it(files: dict[str, Path]) -> No
 @pytest.mark.parametrize("thread", [False, True], ids=["forked", "spawned"])
 def test_the_workers_judge_the_spans_of_a_sound_file(files: dict[str, Path], thread: bool) -> None:
     """The library path: a pool's items are the serial items, and the workers did start:
-    forks of this process on pipes, or, with another thread running (a progress bar's), a
-    ``multiprocessing`` pool of spawned interpreters (a fork could inherit a lock that
-    thread holds)."""
+    forks of this process on pipes, or, with another thread running (a progress bar's, or
+    gRPC's left by an earlier test), a ``multiprocessing`` pool of spawned interpreters (a
+    fork could inherit a lock that thread holds)."""
     serial, parallel = [], []
     with open_records(str(files["big"])) as records:
         serial = list(validate_records(records, count_clean=True, seen=set()))
@@ -184,11 +185,13 @@ def test_the_workers_judge_the_spans_of_a_sound_file(files: dict[str, Path], thr
     other = threading.Thread(target=running.wait, daemon=True)
     if thread:
         other.start()
+    forks = forked.can_fork()
+    assert not (thread and forks)
     with JudgePool(2, chunk_bytes=5000) as pool, open_records(str(files["big"])) as records:
         assert pool.can_split(records)
         parallel = list(validate_records(records, count_clean=True, seen=set(), pool=pool))
         assert pool._pool is not None  # the spans went to worker processes
-        assert isinstance(pool._pool, Pooled if thread else forked.Forked)
+        assert isinstance(pool._pool, forked.Forked if forks else Pooled)
         assert records.bytes_read == records.size  # the progress bar ends full
     running.set()
     assert sum(getattr(item, "count", 0) for item in parallel) == 60
@@ -262,7 +265,16 @@ def test_while_a_worker_is_not_done_this_process_judges_the_ranges_to_come(
         ahead.append(pool._ahead)
         return False
 
+    def get(result: Any, timeout: float | None = None) -> Any:  # as CPython's, but for ready()
+        result.wait(timeout)
+        if result._success:
+            return result._value
+        raise result._value
+
     monkeypatch.setattr(forked._Pending, "ready", not_yet)  # get() still waits for it
+    # The same for a pool's result, where this process cannot fork (another thread runs).
+    monkeypatch.setattr(multiprocessing.pool.ApplyResult, "ready", not_yet)
+    monkeypatch.setattr(multiprocessing.pool.ApplyResult, "get", get)
     path = str(files["invalid among valid"])
     with pool, open_records(path) as records:
         parallel = _items(validate_records(records, count_clean=True, seen=set(), pool=pool))
@@ -473,12 +485,13 @@ def test_a_worker_killed_mid_run_leaves_the_report_and_status_of_one_job(
 
 def test_an_interrupted_pool_kills_and_reaps_its_workers(files: dict[str, Path]) -> None:
     """Ctrl-C (a real SIGINT to this process) mid-file: KeyboardInterrupt comes out of the
-    pool, and by then its workers are ended and reaped (no zombie left to this process)."""
+    pool, and by then its workers (forked, or a pool's where another thread runs) are ended
+    and reaped (no zombie left to this process)."""
     path = str(files["big"])
     with pytest.raises(KeyboardInterrupt):  # noqa: SIM117 - the pool ends inside the raises
         with JudgePool(3, chunk_bytes=3000) as pool, open_records(path) as records:
             pool.start()
-            assert isinstance(pool._pool, forked.Forked)
+            assert pool._pool is not None
             pids = pool._pool.pids
             items = validate_records(records, count_clean=True, seen=set(), pool=pool)
             next(items)
