@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["Forked", "Result", "Workers", "can_fork", "end_with_parent", "workers"]
+__all__ = ["Forked", "Result", "Workers", "can_fork", "end_with_parent", "in_worker", "workers"]
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -68,6 +68,15 @@ class Workers(Protocol[T_co]):
     def submit(self, args: tuple[object, ...]) -> Result[T_co]: ...
 
     def end(self, *, ended_well: bool) -> None: ...
+
+
+_serving = False  # this process is a forked worker (set in ``_serve``)
+
+
+def in_worker() -> bool:
+    """Whether this process is a worker forked by ``Forked``: one whose end (a crash
+    included) costs no result, its jobs being done again by its parent."""
+    return _serving
 
 
 def can_fork() -> bool:
@@ -284,6 +293,8 @@ def _serve(
 ) -> None:
     """A forked worker's life: each job read from ``jobs`` done and its result written to
     ``results``, until the jobs end. Never returns (nothing of the parent's runs on here)."""
+    global _serving
+    _serving = True
     code = 1
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -291,6 +302,14 @@ def _serve(
         signal.pthread_sigmask(signal.SIG_UNBLOCK, PARENTS)
         for fd in ours:
             os.close(fd)
+        # A worker's crash costs no result (its jobs are done again here): no core file
+        # either (a job may read a mapped file cut short meanwhile: a SIGBUS, no bug).
+        with contextlib.suppress(ImportError, OSError, ValueError):
+            import resource
+
+            resource.setrlimit(
+                resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1])
+            )
         # The parent's objects are shared with it until written: a collection here would
         # touch (and so copy) every page of them.
         gc.freeze()

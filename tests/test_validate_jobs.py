@@ -483,6 +483,50 @@ def test_a_worker_killed_mid_run_leaves_the_report_and_status_of_one_job(
     assert (first + out, err, proc.returncode) == (one.stdout, one.stderr + b"left behind: 0\n", 2)
 
 
+# A worker maps its range (``judges._maps_range``) and the file is cut short under it, a
+# page boundary inside the range: its walk over the headers reads a page that is gone.
+_CUT_UNDER_A_WORKER = """
+import os, sys
+from kingrec import judges
+path = sys.argv[-1]
+real = judges._mapped_range
+def cut_once_mapped(fd, start, stop):
+    room = real(fd, start, stop)
+    if room is not None and not os.environ.get("CUT"):  # only a worker maps: its first range
+        os.environ["CUT"] = "1"
+        os.truncate(path, (start + (32 << 10)) // 4096 * 4096)
+    return room
+judges._mapped_range = cut_once_mapped
+sys.argv = ["kingrec", *sys.argv[1:]]
+from kingrec_cli.main import run
+run()
+"""
+
+
+def test_a_file_cut_short_under_a_workers_mapping_is_reported_as_one_job_reads_it_cut(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """The worker dies of the SIGBUS (or its guarded check stops at the cut): its range is
+    judged here, by reading, and the report, standard error and exit status are those of
+    one job on the file as it is cut (its last frame FRAME_TRUNCATED); no traceback."""
+    if _twins.COMPILED is None or not judges._can_map(_twins.COMPILED):
+        pytest.skip("a worker maps its range only with the checksum in C")
+    path = tmp_path / "cut.krec"
+    shutil.copy(files["big"], path)
+    size = path.stat().st_size
+    args = ["validate", "--json", "--jobs", "2", "--chunk-bytes", "65536", str(path)]
+    got = subprocess.run(
+        [sys.executable, "-c", _CUT_UNDER_A_WORKER, *args],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert path.stat().st_size < size  # cut, by the worker, under its mapping
+    one = run("--json", "--jobs", "1", str(path))
+    assert (got.stdout, got.stderr, got.returncode) == (one.stdout, one.stderr, one.returncode)
+    assert one.returncode == 2 and b"FRAME_TRUNCATED" in one.stdout
+
+
 def test_an_interrupted_pool_kills_and_reaps_its_workers(files: dict[str, Path]) -> None:
     """Ctrl-C (a real SIGINT to this process) mid-file: KeyboardInterrupt comes out of the
     pool, and by then its workers (forked, or a pool's where another thread runs) are ended
