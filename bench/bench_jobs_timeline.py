@@ -10,7 +10,8 @@ up, when each range is judged and where, when the report is printed and when the
 has ended (seen from here). The interpreters
 take turns, run after run. Printed per build, medians: what is serial before the first
 range (start-up), the tail (from the moment one process has judged its last range to the
-other's last), and the exit (from the summary to the process's end). On a loaded machine
+other's last), the exit (from the summary to the process's end), and how many ranges the
+command judged itself and how many its workers did. On a loaded machine
 the absolute times stretch; the tail and the exit are what the split and the exit cost.
 """
 
@@ -105,9 +106,11 @@ def one_run(python: str, args: list[str]) -> dict[str, float]:
             events.append((int(pid_s), float(at_s), what_s))
     parent = next(pid for pid, _, what in events if what == "up")
     ends: dict[int, float] = {}
+    here = there = 0  # ranges judged by the command, by its workers
     for pid, at, what in events:
         if what == "judge done":
             ends[pid] = at
+            here, there = (here + 1, there) if pid == parent else (here, there + 1)
     starts = [at for _, at, what in events if what == "judge start"]
     pool = [at for _, at, what in events if what == "pool start"]
     workers = [at for _, at, what in events if what == "worker up"]
@@ -123,6 +126,8 @@ def one_run(python: str, args: list[str]) -> dict[str, float]:
         "summary": next(at for _, at, what in events if what == "summary"),
         "exit": ended - next(at for _, at, what in events if what == "summary"),
         "end": ended,
+        "ranges here": here,
+        "ranges there": there,
     }
 
 
