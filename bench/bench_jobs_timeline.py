@@ -5,11 +5,13 @@ each range judged (by which process), the report, the exit; old build beside new
 
 Each run starts the command line (``kingrec_cli.main.run``) under the given interpreter with
 a wrapper that notes, on the wall clock all processes share, when the interpreter is up,
-when the pool starts and its workers are up, when each range is judged and where, when
-the report is printed and when the process has ended (seen from here). The interpreters
+when the workers start (forked, ``kingrec.forked``, or a pool in an older build) and are
+up, when each range is judged and where, when the report is printed and when the process
+has ended (seen from here). The interpreters
 take turns, run after run. Printed per build, medians: what is serial before the first
 range (start-up), the tail (from the moment one process has judged its last range to the
-other's last), and the exit (from the summary to the process's end). On a loaded machine
+other's last), the exit (from the summary to the process's end), and how many ranges the
+command judged itself and how many its workers did. On a loaded machine
 the absolute times stretch; the tail and the exit are what the split and the exit cost.
 """
 
@@ -34,7 +36,7 @@ def ev(what):
     sys.stderr.write(f"T {os.getpid()} {time.time() - T0:.4f} {what}\\n")
 ev("up")
 sys.argv = ["kingrec", *sys.argv[1:]]
-import kingrec.judges as judges, kingrec.workers as workers
+import kingrec.judges as judges
 real_judge = judges._judge_range
 def _judge_range(*args):
     ev("judge start")
@@ -44,18 +46,35 @@ def _judge_range(*args):
 _judge_range.__qualname__ = "_judge_range"
 _judge_range.__module__ = "kingrec.judges"
 judges._judge_range = _judge_range
-real_pool = workers.worker_pool
-def worker_pool(*args, **kwargs):
-    ev("pool start")
-    return real_pool(*args, **kwargs)
-workers.worker_pool = worker_pool
-real_die = workers._die_with
-def _die_with(parent):
-    ev("worker up")
-    real_die(parent)
-_die_with.__qualname__ = "_die_with"
-_die_with.__module__ = "kingrec.workers"
-workers._die_with = _die_with
+try:  # forked workers (kingrec.forked), where the build has them: no multiprocessing
+    import kingrec.forked as forked
+except ImportError:
+    forked = None
+if forked is not None:
+    real_forked = forked.Forked.__init__
+    def forked_init(self, *args, **kwargs):
+        ev("pool start")
+        real_forked(self, *args, **kwargs)
+    forked.Forked.__init__ = forked_init
+    real_end_with = forked.end_with_parent
+    def end_with_parent(parent):
+        ev("worker up")
+        real_end_with(parent)
+    forked.end_with_parent = end_with_parent
+else:  # a multiprocessing pool, imported here as the command would
+    import kingrec.workers as workers
+    real_pool = workers.worker_pool
+    def worker_pool(*args, **kwargs):
+        ev("pool start")
+        return real_pool(*args, **kwargs)
+    workers.worker_pool = worker_pool
+    real_die = workers._die_with
+    def _die_with(parent):
+        ev("worker up")
+        real_die(parent)
+    _die_with.__qualname__ = "_die_with"
+    _die_with.__module__ = "kingrec.workers"
+    workers._die_with = _die_with
 import kingrec_cli.validate as validate
 real_summary = validate._summary
 def _summary(tally):
@@ -87,9 +106,11 @@ def one_run(python: str, args: list[str]) -> dict[str, float]:
             events.append((int(pid_s), float(at_s), what_s))
     parent = next(pid for pid, _, what in events if what == "up")
     ends: dict[int, float] = {}
+    here = there = 0  # ranges judged by the command, by its workers
     for pid, at, what in events:
         if what == "judge done":
             ends[pid] = at
+            here, there = (here + 1, there) if pid == parent else (here, there + 1)
     starts = [at for _, at, what in events if what == "judge start"]
     pool = [at for _, at, what in events if what == "pool start"]
     workers = [at for _, at, what in events if what == "worker up"]
@@ -105,6 +126,8 @@ def one_run(python: str, args: list[str]) -> dict[str, float]:
         "summary": next(at for _, at, what in events if what == "summary"),
         "exit": ended - next(at for _, at, what in events if what == "summary"),
         "end": ended,
+        "ranges here": here,
+        "ranges there": there,
     }
 
 

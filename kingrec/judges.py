@@ -15,7 +15,8 @@ is judged by the process that reads it: it finds the first frame that starts in 
 (``find_frame``: a sound header whose payload lies within the file), takes the frames that
 start in the range as the reader takes them (headers, payloads, checksums), does stage one
 of them and returns what stage two needs: counts, the clean records' keys packed, the
-few records with something to report. Header-shaped bytes inside a payload could fool a
+few records with something to report (a forked worker maps its range rather than copy it
+into a buffer: ``_maps_range``). Header-shaped bytes inside a payload could fool a
 sync, so a range is taken only where it follows on: its first frame must start where the
 frames before it end; one that does not is judged again from there. From the first thing
 that is not a sound frame (a bad header, a frame that runs past the end, a file that
@@ -29,7 +30,10 @@ while this one is settled, so many small files keep every worker busy too. Only 
 window of ranges is in flight, and this process judges only a few ahead of the one it
 settles: memory stays flat however big the files. The workers die with the pool: closed and
 joined when the run ends well, terminated when it fails or is interrupted, and they end
-themselves if this process disappears (``kingrec.workers``).
+themselves if this process disappears. They are forks of this process on pipes
+(``kingrec.forked``: no ``multiprocessing``, no helper thread waking this one for each
+result) where that is safe, else a ``multiprocessing`` pool; a worker that dies has its
+ranges judged here.
 """
 
 from __future__ import annotations
@@ -37,7 +41,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -70,9 +73,10 @@ from .findings import CleanMatches, Location, MatchReport
 from .limits import MAX_FRAME_BYTES
 from .records import Damage, RecordFile, located_runs
 
-if TYPE_CHECKING:  # multiprocessing is loaded with the first pool: one job needs none of it
+if TYPE_CHECKING:  # the workers are loaded with the first of them: one job needs none
     import mmap
-    import multiprocessing.pool
+
+    from .forked import Result, Workers
 
 __all__ = ["DEFAULT_CHUNK_BYTES", "JudgePool", "can_read_by_offset", "validate_here"]
 
@@ -164,43 +168,113 @@ def _judge_range(
     """Stage one for the frames that start in a range of a file, in a worker or here (plain,
     picklable values); None when ``path`` is not the file this process opened."""
     twins = _twins_named(twins_name)
+    with contextlib.ExitStack() as held:
+        try:
+            taken = _take_range(path, ident, job, counted and _maps_range(twins), twins, held)
+        except OSError:
+            return None  # gone, or unreadable now: the parent reads what is left itself
+        if taken is None or isinstance(taken, _Taken):
+            return taken
+        buf, at, end, mapped = taken
+        if counted:  # judged where they lie: nothing made per clean frame
+            with memoryview(buf) as view, view[at:end] as room:
+                judged = list(
+                    _judged_pieces(room, end - at, job.start + at, 0, name, twins, mapped=mapped)
+                )
+            out = [piece for piece, _ in judged]
+            stop = at + (judged[-1][1] if judged else 0)
+        else:
+            payloads, offsets, stop = twins.frames.scan_frames(buf, at, end, MAX_FRAME_BYTES)
+            run = FrameRun(0, [job.start + offset for offset in offsets], payloads)
+            out = []
+            for piece in pieces([run]):
+                assert isinstance(piece, FrameRun)
+                located = run_locations(piece, name)
+                out.append(
+                    (piece.first, piece.offsets, judge_frames(piece.payloads, located, twins=twins))
+                )
+    return _Taken(job.start + at, job.start + stop, sum(len(one[1]) for one in out), out)
+
+
+def _take_range(
+    path: str,
+    ident: tuple[int, int],
+    job: _Range,
+    mapping: bool,
+    twins: _twins.Twins,
+    held: contextlib.ExitStack,
+) -> tuple[bytearray | memoryview, int, int, bool] | _Taken | None:
+    """The bytes of the frames that start in a range: ``(buf, at, end, mapped)``, the file
+    from the range's start in ``buf`` (the worker's buffer, or with ``mapping`` the file
+    mapped, held open by ``held``), its first frame at ``at``, the last ending at or before
+    ``end``; a ``_Taken`` of no frame when none starts in it; None when ``path`` is not the
+    file this process opened."""
     frames = twins.frames
+    with open(path, "rb") as f:
+        if _identity(f) != ident:
+            return None  # not the file the parent opened: it reads the rest itself
+        fd = f.fileno()
+        length = job.stop - job.start
+        size = os.fstat(fd).st_size
+        bound = size - job.start  # the file's end, from the range's start
+        # Mapped: up to the end of the longest frame that can start in the range.
+        reach = job.stop + FRAME_HEADER_SIZE + MAX_FRAME_BYTES
+        room = _mapped_range(fd, job.start, min(reach, size)) if mapping else None
+        buf: bytearray | memoryview
+        if room is not None:
+            buf = held.enter_context(room)
+            got = len(buf)
+        else:
+            buf, got = _buffer, _read_into(fd, 0, job.start, max(0, min(bound, length + _MARGIN)))
+        if job.known:
+            at = 0
+        else:
+            at = frames.find_frame(buf, 0, got, bound, MAX_FRAME_BYTES, length)
+            if at < 0:
+                return _Taken(None, job.start, 0, [])
+        # Where the frames that start in the range end, by their headers; the payloads
+        # and their checksums are taken as they are judged.
+        _, stop, _ = frames.walk_headers(buf, at, got, bound, MAX_FRAME_BYTES, length - at)
+        if stop > got:  # the last of them ends past what was read (never past a mapping)
+            got += _read_into(fd, got, job.start + got, stop - got)
+    return buf, at, min(stop, got), buf is not _buffer
+
+
+def _maps_range(twins: _twins.Twins) -> bool:
+    """Whether this process judges a range in the file mapped (``mmap``) rather than read
+    into its buffer: only a forked worker does. The walk over a range's headers (and the
+    sync to its first frame) reads the mapping with no SIGBUS guard: a file cut short under
+    it ends the process, and only a worker's end costs no result (this process judges its
+    ranges again, by reading them: ``kingrec.forked``)."""
+    from . import forked  # loaded with the workers
+
+    return _MAP_RANGES and _can_map(twins) and forked.in_worker()
+
+
+def _mapped_range(
+    fd: int, start: int, stop: int
+) -> contextlib.AbstractContextManager[memoryview] | None:
+    """Bytes ``[start, stop)`` of the file mapped read-only, as a view from ``start`` on,
+    the mapping closed on leaving it; None when there are none or mmap refuses."""
+    import mmap
+
+    base = start - start % mmap.ALLOCATIONGRANULARITY
+    if stop <= start:
+        return None
     try:
-        with open(path, "rb") as f:
-            if _identity(f) != ident:
-                return None  # not the file the parent opened: it reads the rest itself
-            fd = f.fileno()
-            length = job.stop - job.start
-            bound = os.fstat(fd).st_size - job.start  # the file's end, from the range's start
-            got = _read_into(fd, 0, job.start, max(0, min(bound, length + _MARGIN)))
-            if job.known:
-                at = 0
-            else:
-                at = frames.find_frame(_buffer, 0, got, bound, MAX_FRAME_BYTES, length)
-                if at < 0:
-                    return _Taken(None, job.start, 0, [])
-            # Where the frames that start in the range end, by their headers; the payloads
-            # and their checksums are taken as they are judged, below.
-            _, stop, _ = frames.walk_headers(_buffer, at, got, bound, MAX_FRAME_BYTES, length - at)
-            if stop > got:  # the last of them ends past what was read
-                got += _read_into(fd, got, job.start + got, stop - got)
-    except OSError:
-        return None  # gone, or unreadable now: the parent reads what is left itself
-    end = min(stop, got)
-    if counted:  # judged where they lie: nothing made per clean frame
-        with memoryview(_buffer) as view, view[at:end] as room:
-            judged = list(_judged_pieces(room, end - at, job.start + at, 0, name, twins))
-        out = [piece for piece, _ in judged]
-        taken = at + (judged[-1][1] if judged else 0)
-    else:
-        payloads, offsets, taken = frames.scan_frames(_buffer, at, end, MAX_FRAME_BYTES)
-        run = FrameRun(0, [job.start + offset for offset in offsets], payloads)
-        out = []
-        for piece in pieces([run]):
-            assert isinstance(piece, FrameRun)
-            judged_frames = judge_frames(piece.payloads, run_locations(piece, name), twins=twins)
-            out.append((piece.first, piece.offsets, judged_frames))
-    return _Taken(job.start + at, job.start + taken, sum(len(one[1]) for one in out), out)
+        mapping = mmap.mmap(fd, stop - base, access=mmap.ACCESS_READ, offset=base)
+    except (OSError, ValueError, OverflowError):
+        return None
+    return _viewed(mapping, start - base)
+
+
+@contextlib.contextmanager
+def _viewed(mapping: mmap.mmap, skip: int) -> Iterator[memoryview]:
+    try:
+        with memoryview(mapping) as whole, whole[skip:] as view:
+            yield view
+    finally:
+        mapping.close()
 
 
 def _judged_pieces(
@@ -330,7 +404,7 @@ class _Judged:
 
 
 if TYPE_CHECKING:  # a range's result: a worker's to come, or judged here
-    _Result = multiprocessing.pool.AsyncResult[_Taken | None] | _Judged
+    _Result = Result[_Taken | None] | _Judged
 
 
 class JudgePool:
@@ -362,7 +436,7 @@ class JudgePool:
         self.twins = twins or _twins.ACTIVE
         # Ranges of each finer size at the end of a file: a window's worth (none on one job).
         self._tail_ranges = _WINDOW_PER_WORKER * (jobs - 1)
-        self._pool: multiprocessing.pool.Pool | None = None
+        self._pool: Workers[_Taken | None] | None = None
         self._expected: Iterator[str] = iter(())  # files to come, not planned yet
         self._plans: deque[_Plan] = deque()  # planned files, in the order they are judged
         self._unsent: deque[_Plan] = deque()  # those with ranges still to send, in order
@@ -390,21 +464,18 @@ class JudgePool:
         while self._plans:
             self._drop(self._plans.popleft())
         if self._pool is not None:
-            from .workers import end_pool  # loaded with the pool
-
             pool, self._pool = self._pool, None
-            end_pool(pool, ended_well=ended_well)
+            pool.end(ended_well=ended_well)
 
-    def _workers(self) -> multiprocessing.pool.Pool:
+    def _workers(self) -> Workers[_Taken | None]:
         assert self.jobs > 1, "one job has no workers"
         if self._pool is None:
-            # fork starts a worker at once, with kingrec already imported; with other
+            # Forked, a worker is at work at once, kingrec already imported; with other
             # threads running (a progress bar's) a forked child could inherit a lock held
-            # by one of them, so then each worker is a fresh interpreter.
-            from .workers import worker_pool
+            # by one of them, so then each worker is a fresh interpreter (``forked``).
+            from .forked import workers
 
-            method = "fork" if threading.active_count() == 1 else "spawn"
-            self._pool = worker_pool(self.jobs - 1, method)
+            self._pool = workers(self.jobs - 1, _judge_range)
         return self._pool
 
     def start(self) -> None:
@@ -509,7 +580,7 @@ class JudgePool:
         args = (plan.path, plan.ident, plan.path, job, plan.counted, self.twins.name)
         if here:
             return _Judged(_judge_range(*args))
-        return self._workers().apply_async(_judge_range, args)
+        return self._workers().submit(args)
 
     def _to_come(self) -> tuple[_Plan, _Range] | None:
         """The next range to judge, in the order they are settled (None: none left)."""
@@ -676,7 +747,7 @@ def validate_here(
             return
         check_file_header(f, name)
         fd = f.fileno()
-        mapped = _MAP_BLOCKS and twins.fastcheck is not None and twins.fastcheck.crc_in_c()
+        mapped = _MAP_BLOCKS and _can_map(twins)
         block = bytearray(0)
         buf: bytearray | mmap.mmap
         pos, index = FILE_HEADER_SIZE, 0
@@ -720,6 +791,15 @@ def validate_here(
 # (``_fastcheck_c.crc_in_c``): a mapped block is read under a SIGBUS guard, with no Python
 # call. False: read() into a buffer, as where mmap is refused.
 _MAP_BLOCKS = True
+# The same for the ranges a forked worker judges (``_maps_range``): the copy of each range
+# into its buffer was most of what a worker spent in the kernel beyond what one job does.
+_MAP_RANGES = True
+
+
+def _can_map(twins: _twins.Twins) -> bool:
+    """Whether ``twins`` judge frames in a mapping: with the checksum in C (no Python call
+    reads the mapping, ``check_frames`` guards its reads against a SIGBUS)."""
+    return twins.fastcheck is not None and twins.fastcheck.crc_in_c()
 
 
 def _mapped_block(fd: int, pos: int) -> tuple[mmap.mmap, int, int] | None:

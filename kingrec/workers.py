@@ -1,5 +1,6 @@
 """The worker processes of ``--jobs``: a pool whose workers leave Ctrl-C and SIGTERM to the
-parent and end when it does. One place for the simulator, the validator and the analyser."""
+parent and end when it does. One place for the simulator and the analyser, and for the
+validator where it cannot fork its own workers (``kingrec.forked``: ``Pooled``)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ import multiprocessing
 import multiprocessing.pool
 import os
 import signal
-import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
 
-__all__ = ["end_pool", "run_pool", "worker_pool"]
+from .forked import PARENTS as _PARENTS
+from .forked import end_with_parent
 
-# The signals the parent handles itself (Ctrl-C, and SIGTERM raised as ``Terminated``).
-_PARENTS = {signal.SIGINT, signal.SIGTERM}
+__all__ = ["Pooled", "end_pool", "run_pool", "worker_pool"]
+
+T = TypeVar("T")
 
 
 def worker_pool(jobs: int, method: str | None = None) -> multiprocessing.pool.Pool:
@@ -159,20 +162,31 @@ def run_pool(jobs: int, method: str | None = None) -> Iterator[multiprocessing.p
     end_pool(pool, ended_well=True)
 
 
+class Pooled(Generic[T]):
+    """``worker_pool`` with the face of ``kingrec.forked.Workers``: ``task``'s jobs
+    submitted, the pool ended by ``end_pool``."""
+
+    def __init__(self, count: int, task: Callable[..., T], method: str | None) -> None:
+        self._task = task
+        self._pool = worker_pool(count, method)
+
+    @property
+    def pids(self) -> list[int]:
+        return [worker.pid for worker in getattr(self._pool, "_pool", [])]
+
+    def submit(self, args: tuple[object, ...]) -> multiprocessing.pool.AsyncResult[T]:
+        return self._pool.apply_async(self._task, args)
+
+    def end(self, *, ended_well: bool) -> None:
+        end_pool(self._pool, ended_well=ended_well)
+
+
 def _die_with(parent: int) -> None:
     """Worker start: leave Ctrl-C and SIGTERM handling to the parent, and end when it does."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENTS)
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        PR_SET_PDEATHSIG = 1
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before the death signal was armed
-        os._exit(1)
+    end_with_parent(parent)
 
     def watch() -> None:  # elsewhere (and as a second line): notice the parent is gone
         while os.getppid() == parent:

@@ -189,9 +189,11 @@ def test_validate_of_valid_records_on_one_job_loads_neither_json_nor_rich_nor_a_
     assert "kingrec.fastcheck" in loaded  # ...and it did judge the records
 
 
-def test_validate_with_jobs_or_json_loads_the_pool_or_the_json_writer(tmp_path: Path) -> None:
-    # The other side of the test above.
-    assert "multiprocessing.pool" in loaded_by(tmp_path, "validate", "-j", "2", str(SAMPLE))
+def test_validate_with_jobs_or_json_loads_the_workers_or_the_json_writer(tmp_path: Path) -> None:
+    # The other side of the test above: its workers are forks on pipes, no multiprocessing.
+    with_jobs = loaded_by(tmp_path, "validate", "-j", "2", str(SAMPLE))
+    assert "kingrec.forked" in with_jobs
+    assert not any(m == "multiprocessing" or m.startswith("multiprocessing.") for m in with_jobs)
     assert "kingrec.jsonl" in loaded_by(tmp_path, "validate", "--all", "--json", str(SAMPLE))
 
 

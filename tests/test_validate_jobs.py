@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from kingrec import _twins, judges
+from kingrec import _twins, forked, judges
 from kingrec.container import MAGIC, Frame, KrecWriter, read_frames
 from kingrec.fastcheck import validate_runs
 from kingrec.findings import CleanMatches
@@ -32,6 +32,7 @@ from kingrec.judges import JudgePool
 from kingrec.records import open_records
 from kingrec.simrun import simulate_to_file
 from kingrec.validation import validate_records
+from kingrec.workers import Pooled
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 KINGREC = str(Path(sys.executable).parent / "kingrec")
@@ -173,8 +174,10 @@ def test_damage_is_reported_where_one_job_finds_it(files: dict[str, Path]) -> No
 
 @pytest.mark.parametrize("thread", [False, True], ids=["forked", "spawned"])
 def test_the_workers_judge_the_spans_of_a_sound_file(files: dict[str, Path], thread: bool) -> None:
-    """The library path: a pool's items are the serial items, and the pool did start; with
-    another thread running (a progress bar's) the workers are spawned, not forked."""
+    """The library path: a pool's items are the serial items, and the workers did start:
+    forks of this process on pipes, or, with another thread running (a progress bar's, or
+    gRPC's left by an earlier test), a ``multiprocessing`` pool of spawned interpreters (a
+    fork could inherit a lock that thread holds)."""
     serial, parallel = [], []
     with open_records(str(files["big"])) as records:
         serial = list(validate_records(records, count_clean=True, seen=set()))
@@ -182,10 +185,13 @@ def test_the_workers_judge_the_spans_of_a_sound_file(files: dict[str, Path], thr
     other = threading.Thread(target=running.wait, daemon=True)
     if thread:
         other.start()
+    forks = forked.can_fork()
+    assert not (thread and forks)
     with JudgePool(2, chunk_bytes=5000) as pool, open_records(str(files["big"])) as records:
         assert pool.can_split(records)
         parallel = list(validate_records(records, count_clean=True, seen=set(), pool=pool))
         assert pool._pool is not None  # the spans went to worker processes
+        assert isinstance(pool._pool, forked.Forked if forks else Pooled)
         assert records.bytes_read == records.size  # the progress bar ends full
     running.set()
     assert sum(getattr(item, "count", 0) for item in parallel) == 60
@@ -224,7 +230,7 @@ def test_two_jobs_are_this_process_and_one_worker_judging_each_range_once(
         pool.expect(paths, count_clean=True)
         pool.start()
         assert pool._pool is not None
-        workers = list(pool._pool._pool)  # type: ignore[attr-defined]
+        workers = pool._pool.pids
         seen: set[int] = set()
         for path in paths:
             with open_records(path) as records:
@@ -265,6 +271,8 @@ def test_while_a_worker_is_not_done_this_process_judges_the_ranges_to_come(
             return result._value
         raise result._value
 
+    monkeypatch.setattr(forked._Pending, "ready", not_yet)  # get() still waits for it
+    # The same for a pool's result, where this process cannot fork (another thread runs).
     monkeypatch.setattr(multiprocessing.pool.ApplyResult, "ready", not_yet)
     monkeypatch.setattr(multiprocessing.pool.ApplyResult, "get", get)
     path = str(files["invalid among valid"])
@@ -357,6 +365,58 @@ def _ignores_sigint(status: str) -> bool:
     return bool(int(mask.split()[1], 16) & (1 << (signal.SIGINT - 1)))
 
 
+# The command under a parent that adopts its orphans (PR_SET_CHILD_SUBREAPER), standing in
+# for a shell: once the command has ended, it reaps every process the command left behind
+# (a worker still running, or ended and never reaped) and says how many there were.
+_ADOPTING = """
+import ctypes, os, signal, subprocess, sys
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+signal.signal(signal.SIGINT, lambda *_: None)  # Ctrl-C is the command's to handle
+code = subprocess.call(sys.argv[1:])
+left = 0
+while True:
+    try:
+        os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    left += 1
+sys.stderr.write(f"left behind: {left}\\n")
+sys.exit(code)
+"""
+
+
+def _adopted(args: list[str]) -> subprocess.Popen[bytes]:
+    """``kingrec ARGS`` under ``_ADOPTING``, in a session of its own, its output unread."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _ADOPTING, KINGREC, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def _workers_of(session: int, count: int) -> dict[int, str]:
+    """The command's workers (the processes of ``session`` but the adopting parent and the
+    command), once ``count`` of them ignore SIGINT: their start is done."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        live = _session(session)
+        command = [p for p, s in live.items() if f"\nPPid:\t{session}\n" in s]
+        workers = {p: s for p, s in live.items() if p != session and p not in command}
+        if len(workers) >= count and all(_ignores_sigint(s) for s in workers.values()):
+            return workers
+        time.sleep(0.01)
+    raise AssertionError(f"no {count} workers started: {sorted(workers)}")
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has ended (a zombie, or reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_during_several_jobs_exits_130_and_leaves_no_worker(
     files: dict[str, Path], tmp_path: Path
@@ -364,26 +424,18 @@ def test_ctrl_c_during_several_jobs_exits_130_and_leaves_no_worker(
     """SIGINT to the process group, as a terminal sends it, while the workers are busy: the
     command is held mid-run by not reading its output (its report is far bigger than a
     pipe), and the signal is sent once both workers ignore SIGINT (their start is done).
-    Three jobs: the command and two workers."""
+    Three jobs: the command and two workers, each ended and reaped by the command (none
+    left running, none left to its parent to reap)."""
     big = files["big"].read_bytes()
     held = tmp_path / "held.krec"
     held.write_bytes(big + big[HEADER:] * 20)  # 1260 records, each reported with --all
-    proc = subprocess.Popen(
-        [KINGREC, "validate", "--json", "--all", "--jobs", "3", "--chunk-bytes", "3000", str(held)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
+    proc = _adopted(
+        ["validate", "--json", "--all", "--jobs", "3", "--chunk-bytes", "3000", str(held)]
     )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().startswith(b"{")  # the workers have judged a span
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            workers = {p: s for p, s in _session(proc.pid).items() if p != proc.pid}
-            if len(workers) >= 2 and all(_ignores_sigint(s) for s in workers.values()):
-                break
-            time.sleep(0.01)
-        assert len(workers) >= 2
+        assert len(_workers_of(proc.pid, 2)) == 2
         assert proc.poll() is None  # held by its unread output
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
@@ -393,11 +445,105 @@ def test_ctrl_c_during_several_jobs_exits_130_and_leaves_no_worker(
             proc.wait()
     assert proc.returncode == 130
     assert b"Traceback" not in err
-    assert err.strip().endswith(b"kingrec: interrupted")
-    deadline = time.monotonic() + 30  # terminated workers are gone once the command is
-    while _session(proc.pid) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert err.endswith(b"kingrec: interrupted\nleft behind: 0\n")
     assert _session(proc.pid) == {}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_worker_killed_mid_run_leaves_the_report_and_status_of_one_job(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """One of the two workers of ``--jobs 3`` is killed (SIGKILL) while the command is held
+    mid-run by its unread output: its ranges are judged by the others, and the report, the
+    standard error and the exit status (2: invalid records and a damaged one) are those of one
+    job; the dead worker is reaped by the command."""
+    mixed, big = files["invalid among valid"].read_bytes(), files["big"].read_bytes()
+    held = tmp_path / "held.krec"
+    held.write_bytes(mixed + big[HEADER:] * 20)
+    args = ["--json", "--all", "--chunk-bytes", "3000", str(held)]
+    with _adopted(["validate", "--jobs", "3", *args]) as proc:
+        try:
+            assert proc.stdout is not None and proc.stderr is not None
+            first = proc.stdout.readline()
+            assert first.startswith(b"{")
+            killed = min(_workers_of(proc.pid, 2))
+            os.kill(killed, signal.SIGKILL)
+            deadline = time.monotonic() + 60
+            while not _gone(killed) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert _gone(killed)
+            out, err = proc.stdout.read(), proc.stderr.read()
+            proc.wait(timeout=300)
+        finally:
+            if proc.poll() is None:  # pragma: no cover - only when the test fails
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    one = run("--jobs", "1", *args)
+    assert one.returncode == 2
+    assert (first + out, err, proc.returncode) == (one.stdout, one.stderr + b"left behind: 0\n", 2)
+
+
+# A worker maps its range (``judges._maps_range``) and the file is cut short under it, a
+# page boundary inside the range: its walk over the headers reads a page that is gone.
+_CUT_UNDER_A_WORKER = """
+import os, sys
+from kingrec import judges
+path = sys.argv[-1]
+real = judges._mapped_range
+def cut_once_mapped(fd, start, stop):
+    room = real(fd, start, stop)
+    if room is not None and not os.environ.get("CUT"):  # only a worker maps: its first range
+        os.environ["CUT"] = "1"
+        os.truncate(path, (start + (32 << 10)) // 4096 * 4096)
+    return room
+judges._mapped_range = cut_once_mapped
+sys.argv = ["kingrec", *sys.argv[1:]]
+from kingrec_cli.main import run
+run()
+"""
+
+
+def test_a_file_cut_short_under_a_workers_mapping_is_reported_as_one_job_reads_it_cut(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """The worker dies of the SIGBUS (or its guarded check stops at the cut): its range is
+    judged here, by reading, and the report, standard error and exit status are those of
+    one job on the file as it is cut (its last frame FRAME_TRUNCATED); no traceback."""
+    if _twins.COMPILED is None or not judges._can_map(_twins.COMPILED):
+        pytest.skip("a worker maps its range only with the checksum in C")
+    path = tmp_path / "cut.krec"
+    shutil.copy(files["big"], path)
+    size = path.stat().st_size
+    args = ["validate", "--json", "--jobs", "2", "--chunk-bytes", "65536", str(path)]
+    got = subprocess.run(
+        [sys.executable, "-c", _CUT_UNDER_A_WORKER, *args],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert path.stat().st_size < size  # cut, by the worker, under its mapping
+    one = run("--json", "--jobs", "1", str(path))
+    assert (got.stdout, got.stderr, got.returncode) == (one.stdout, one.stderr, one.returncode)
+    assert one.returncode == 2 and b"FRAME_TRUNCATED" in one.stdout
+
+
+def test_an_interrupted_pool_kills_and_reaps_its_workers(files: dict[str, Path]) -> None:
+    """Ctrl-C (a real SIGINT to this process) mid-file: KeyboardInterrupt comes out of the
+    pool, and by then its workers (forked, or a pool's where another thread runs) are ended
+    and reaped (no zombie left to this process)."""
+    path = str(files["big"])
+    with pytest.raises(KeyboardInterrupt):  # noqa: SIM117 - the pool ends inside the raises
+        with JudgePool(3, chunk_bytes=3000) as pool, open_records(path) as records:
+            pool.start()
+            assert pool._pool is not None
+            pids = pool._pool.pids
+            items = validate_records(records, count_clean=True, seen=set(), pool=pool)
+            next(items)
+            signal.raise_signal(signal.SIGINT)
+    assert len(pids) == 2
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
