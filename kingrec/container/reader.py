@@ -47,6 +47,8 @@ __all__ = [
 
 # Bytes read at a time (at least): the frame loop then runs over many frames per call.
 _CHUNK = 1 << 20
+# What the file header's check reads at most: a file that is no .krec is described by it.
+_HEADER_SAMPLE = 64
 
 ScanFrames: TypeAlias = Callable[
     [bytes | bytearray | memoryview, int, int, int], tuple[list[bytes], list[int], int]
@@ -77,14 +79,15 @@ class _Window:
     released, so reading allocates nothing per chunk.
     """
 
-    def __init__(self, raw: ReadableBinary) -> None:
+    def __init__(self, raw: ReadableBinary, chunk: int = _CHUNK) -> None:
         # readinto1/read1 return what a pipe has (frames come out as they arrive) and
         # fill a chunk from a file; plain read() is the fallback.
         self._into: Callable[[memoryview], int | None] | None = getattr(
             raw, "readinto1", None
         ) or getattr(raw, "readinto", None)
         self._read: Callable[[int], bytes] = getattr(raw, "read1", None) or raw.read
-        self.buf = bytearray(2 * _CHUNK)
+        self._chunk = chunk  # bytes read at a time (at least)
+        self.buf = bytearray(2 * chunk)
         self.base = 0  # absolute offset of buf[0]
         self.end = 0  # absolute offset just past the buffered input
         self.eof = False
@@ -127,7 +130,7 @@ class _Window:
         The kept bytes slide to the front; the buffer grows only if ``need`` bytes do not
         fit after them, which a frame of at most MAX_FRAME_BYTES never asks for.
         """
-        room = max(need, _CHUNK)
+        room = max(need, self._chunk)
         if len(self.buf) - (self.end - self.base) >= room:
             return
         cut = self._keep
@@ -143,7 +146,7 @@ class _Window:
         live = self.end - cut
         start = cut - self.base
         if live + need > len(self.buf):
-            self.buf = self.buf[start : start + live] + bytearray(need + _CHUNK)
+            self.buf = self.buf[start : start + live] + bytearray(need + self._chunk)
         else:
             with memoryview(self.buf) as view:
                 view[:live] = view[start : start + live]
@@ -214,7 +217,7 @@ def _read_file_header(win: _Window, name: str) -> None:
     n = min(got, len(MAGIC))
     if got == 0 or head[:n] != MAGIC[:n]:
         # Look a little further than the header so text and JSON are recognisable.
-        sample = win.take(0, min(win.fill(64), 64))
+        sample = win.take(0, min(win.fill(_HEADER_SAMPLE), _HEADER_SAMPLE))
         raise NotRecordFileError(f"{name} is not a .krec file: it {_describe_non_krec(sample)}", 0)
     if got < FILE_HEADER_SIZE:
         raise UnreadableFileError(
@@ -322,7 +325,9 @@ def read_frame_runs(source: Source) -> Iterator[FrameRun | FrameDamage]:
 def check_file_header(raw: ReadableBinary, name: str) -> None:
     """Raise what ``read_frame_runs`` raises for the file header of ``raw`` (read from its
     start), if anything."""
-    _read_file_header(_Window(raw), name)
+    # A window of the 64 bytes the header's check may look at, not the frames' 2 MiB: the
+    # judges read the frames their own way, and the buffer cost more than the check.
+    _read_file_header(_Window(raw, chunk=_HEADER_SAMPLE), name)
 
 
 def read_frame_runs_from(
