@@ -106,6 +106,8 @@ class Location:
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing wrong with a record, or worth a warning, and where in the match it is."""
+
     code: str
     severity: Severity
     message: str
