@@ -16,7 +16,7 @@ import click
 
 from kingrec import __version__
 
-from . import teardown
+from . import startup, teardown
 from .errors import (
     EXIT_CLOSED_PIPE,
     EXIT_INTERNAL,
@@ -121,6 +121,7 @@ class _KingrecGroup(click.Group):
         if cmd_name in COMMANDS:
             command = getattr(importlib.import_module(COMMANDS[cmd_name]), cmd_name)
             assert isinstance(command, click.Command)
+            startup.command_loaded()
             return command
         return super().get_command(ctx, cmd_name)
 

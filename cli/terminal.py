@@ -73,7 +73,9 @@ class _HiddenBar:
         pass
 
 
-_SYMBOL_CARD = re.compile(f"([{SUIT_SYMBOLS}])(10|[2-9JQKA])")
+# Patterns are compiled by re on first use (and kept in its cache): compiling the three when
+# the module loads cost a run that uses none of them some 3 M instructions.
+_SYMBOL_CARD = f"([{SUIT_SYMBOLS}])(10|[2-9JQKA])"
 
 
 def _named_card(found: re.Match[str]) -> str:
@@ -141,7 +143,7 @@ class Terminal:
         text = shown(text)
         if self.err_symbols if stderr else self.symbols:
             return text
-        return _SYMBOL_CARD.sub(_named_card, text)
+        return re.sub(_SYMBOL_CARD, _named_card, text)
 
     # -- output ------------------------------------------------------------------------------
 
@@ -258,19 +260,19 @@ class Terminal:
             self._drawing = False
 
 
-_BEYOND_ASCII = re.compile("[^\x00-\x7f]")
+_BEYOND_ASCII = "[^\x00-\x7f]"
 
 
 # What a terminal would act on rather than show: the C0 controls but tab and newline, DEL
 # and the C1 controls (ESC starts a sequence that can retitle the window, clear the screen or
 # recolour what follows; a carriage return lets later text overwrite the line).
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROLS = "[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 
 
 def shown(text: str) -> str:
     """``text`` from outside (a record's names and ids, a file name, a stored value) with each
     control character written as its ``\\u`` escape, so that it is seen, not obeyed."""
-    return _CONTROLS.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+    return re.sub(_CONTROLS, lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def escape(text: str) -> str:
@@ -306,7 +308,7 @@ class _AsciiJson(io.RawIOBase):
     def write(self, data: Any) -> int:
         raw = bytes(data)
         text = self._decoder.decode(raw)
-        self._inner.write(_BEYOND_ASCII.sub(_escape, text).encode("ascii"))
+        self._inner.write(re.sub(_BEYOND_ASCII, _escape, text).encode("ascii"))
         return len(raw)
 
     def flush(self) -> None:

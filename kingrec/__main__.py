@@ -1,5 +1,5 @@
 """``python -m kingrec`` runs the command line."""
 
-from kingrec_cli.main import run
+from kingrec_cli.startup import run
 
 run()

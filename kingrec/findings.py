@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from .cards import card_name, card_symbol, cards_in
 
@@ -106,6 +106,8 @@ class Location:
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing wrong with a record, or worth a warning, and where in the match it is."""
+
     code: str
     severity: Severity
     message: str
@@ -177,11 +179,10 @@ def symbols(mask: int) -> str:
     return " ".join(card_symbol(c) for c in cards_in(mask)) or "none"
 
 
-@dataclass(frozen=True, slots=True)
-class CleanMatches:
+class CleanMatches(NamedTuple):  # not a frozen slotted dataclass: 3 M instructions less to load
     """Records the compiled checker vouched for, counted rather than reported one by one."""
 
-    count: int
+    count: int  # type: ignore[assignment]  # it hides tuple.count
     deals: int
 
 

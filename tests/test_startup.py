@@ -33,7 +33,7 @@ def exit_at_once(code, _exit=os._exit):
     _exit(code)
 os._exit = exit_at_once
 atexit.register(listing)
-from kingrec_cli.main import run
+from kingrec_cli.startup import run
 run()
 """
 
@@ -262,7 +262,7 @@ def exit_at_once(code, _exit=os._exit):
     open(mark, "w").write(str(code))
     _exit(code)
 os._exit = exit_at_once
-from kingrec_cli.main import run
+from kingrec_cli.startup import run
 run()
 """
 
@@ -382,6 +382,41 @@ def test_the_teardown_is_skipped_as_the_command_said_always_outweighing_on_succe
     teardown.needless(teardown.ALWAYS)  # a channel opened, after or before: always
     teardown.needless(teardown.ON_SUCCESS)
     assert teardown.skip(ended_well=False) and teardown.skip(ended_well=True)
+
+
+# Runs the console script and writes, as the command ends, whether the cycle collector is on
+# and how many objects it was told to leave alone (gc.freeze).
+_COLLECTOR = """
+import gc, json, os, sys
+out, sys.argv = sys.argv[1], ["kingrec", *sys.argv[2:]]
+def exit_at_once(code, _exit=os._exit):
+    open(out, "w").write(json.dumps([gc.isenabled(), gc.get_freeze_count()]))
+    _exit(code)
+os._exit = exit_at_once
+from kingrec_cli.startup import run
+run()
+"""
+
+
+def test_the_console_script_loads_the_command_with_the_collector_off_and_runs_it_on(
+    tmp_path: Path,
+) -> None:
+    import tomllib
+
+    project = tomllib.loads((SAMPLE.parents[2] / "pyproject.toml").read_text())["project"]
+    assert project["scripts"]["kingrec"] == "kingrec_cli.startup:run"
+    out = tmp_path / "collector.json"
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", _COLLECTOR, str(out), "validate", str(SAMPLE)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "0 invalid" in result.stdout
+    enabled, frozen = json.loads(out.read_text())
+    # On for the run itself (a long command makes cycles); what was loaded, frozen.
+    assert enabled and frozen > 10_000
 
 
 # What ``kingrec validate`` of clean .krec records must not load: the reference twins and

@@ -8,6 +8,7 @@ enough; never ``seek``/``tell``) through one buffer of a few MiB (``_Window``).
 from __future__ import annotations
 
 import os
+import stat
 import zlib
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, TypeAlias, cast
@@ -47,6 +48,9 @@ __all__ = [
 
 # Bytes read at a time (at least): the frame loop then runs over many frames per call.
 _CHUNK = 1 << 20
+_SMALL_CHUNK = 64 << 10  # the least chunk read of a regular file (see _chunk_for)
+# What the file header's check reads at most: a file that is no .krec is described by it.
+_HEADER_SAMPLE = 64
 
 ScanFrames: TypeAlias = Callable[
     [bytes | bytearray | memoryview, int, int, int], tuple[list[bytes], list[int], int]
@@ -77,14 +81,15 @@ class _Window:
     released, so reading allocates nothing per chunk.
     """
 
-    def __init__(self, raw: ReadableBinary) -> None:
+    def __init__(self, raw: ReadableBinary, chunk: int | None = None) -> None:
         # readinto1/read1 return what a pipe has (frames come out as they arrive) and
         # fill a chunk from a file; plain read() is the fallback.
         self._into: Callable[[memoryview], int | None] | None = getattr(
             raw, "readinto1", None
         ) or getattr(raw, "readinto", None)
         self._read: Callable[[int], bytes] = getattr(raw, "read1", None) or raw.read
-        self.buf = bytearray(2 * _CHUNK)
+        self.chunk = _CHUNK if chunk is None else chunk  # bytes read at a time (at least)
+        self.buf = bytearray(2 * self.chunk)
         self.base = 0  # absolute offset of buf[0]
         self.end = 0  # absolute offset just past the buffered input
         self.eof = False
@@ -127,7 +132,7 @@ class _Window:
         The kept bytes slide to the front; the buffer grows only if ``need`` bytes do not
         fit after them, which a frame of at most MAX_FRAME_BYTES never asks for.
         """
-        room = max(need, _CHUNK)
+        room = max(need, self.chunk)
         if len(self.buf) - (self.end - self.base) >= room:
             return
         cut = self._keep
@@ -143,7 +148,7 @@ class _Window:
         live = self.end - cut
         start = cut - self.base
         if live + need > len(self.buf):
-            self.buf = self.buf[start : start + live] + bytearray(need + _CHUNK)
+            self.buf = self.buf[start : start + live] + bytearray(need + self.chunk)
         else:
             with memoryview(self.buf) as view:
                 view[:live] = view[start : start + live]
@@ -214,7 +219,7 @@ def _read_file_header(win: _Window, name: str) -> None:
     n = min(got, len(MAGIC))
     if got == 0 or head[:n] != MAGIC[:n]:
         # Look a little further than the header so text and JSON are recognisable.
-        sample = win.take(0, min(win.fill(64), 64))
+        sample = win.take(0, min(win.fill(_HEADER_SAMPLE), _HEADER_SAMPLE))
         raise NotRecordFileError(f"{name} is not a .krec file: it {_describe_non_krec(sample)}", 0)
     if got < FILE_HEADER_SIZE:
         raise UnreadableFileError(
@@ -322,7 +327,9 @@ def read_frame_runs(source: Source) -> Iterator[FrameRun | FrameDamage]:
 def check_file_header(raw: ReadableBinary, name: str) -> None:
     """Raise what ``read_frame_runs`` raises for the file header of ``raw`` (read from its
     start), if anything."""
-    _read_file_header(_Window(raw), name)
+    # A window of the 64 bytes the header's check may look at, not the frames' 2 MiB: the
+    # judges read the frames their own way, and the buffer cost more than the check.
+    _read_file_header(_Window(raw, chunk=_HEADER_SAMPLE), name)
 
 
 def read_frame_runs_from(
@@ -338,10 +345,24 @@ def read_frame_runs_from(
     return _iter_runs(raw, name, (offset, index))
 
 
+def _chunk_for(raw: ReadableBinary, start: int) -> int | None:
+    """The chunk for reading a regular file from ``start``: no bigger than what is left of it
+    (at least 64 KiB), or None (``_CHUNK``) when that is unknown. The judges read the end of
+    a file from where its frames stop being whole, often nothing: two chunks of buffer
+    for it were 2 MiB to allocate and fault in. The window still grows if the file does."""
+    try:
+        info = os.fstat(raw.fileno())  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a stream, a buffer)
+        return None
+    if not stat.S_ISREG(info.st_mode):  # a pipe's size says nothing of what is to come
+        return None
+    return min(_CHUNK, max(info.st_size - start, _SMALL_CHUNK))
+
+
 def _iter_runs(
     raw: ReadableBinary, name: str, resume: tuple[int, int] | None = None
 ) -> Iterator[FrameRun | FrameDamage]:
-    win = _Window(raw)
+    win = _Window(raw, _chunk_for(raw, 0 if resume is None else resume[0]))
     if resume is None:
         _read_file_header(win, name)
         pos = FILE_HEADER_SIZE  # where the next frame should start
@@ -357,7 +378,7 @@ def _iter_runs(
         win.release(pos)
         if pos >= summed_to:
             # The happy path, in bulk; it stops at the first frame it cannot take whole.
-            if win.end - pos < _CHUNK // 2:
+            if win.end - pos < win.chunk // 2:
                 win.read_more()
             base = win.base
             payloads, offsets, stop = _scan_frames(
