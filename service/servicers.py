@@ -24,6 +24,7 @@ from .records import match_of_record
 from .replaying import check_pace, check_seat, paced, replay_events
 from .storage import StoreGateway
 from .stored import get_stored, list_stored
+from .stream_request import Frames
 from .uploads import upload_responses
 from .validating import match_response, stream_responses, validate_response
 
@@ -69,7 +70,9 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         return answer
 
     async def ValidateStream(  # type: ignore[override]  # responses go out encoded
-        self, request_iterator: AsyncIterable[svc.ValidateStreamRequest], context: Context
+        self,
+        request_iterator: AsyncIterable[Frames | svc.ValidateStreamRequest],  # stream_request
+        context: Context,
     ) -> AsyncIterator[Encoded]:
         async with aclosing(_until(request_iterator, self.hub.stopping)) as requests:
             index = 0
@@ -216,8 +219,9 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         return await self.analyser.analyse(request, match)
 
 
-def _listed(index: int, request: svc.ValidateStreamRequest) -> list[Encoded]:
-    return list(stream_responses(index, request.records))
+def _listed(index: int, request: Frames | svc.ValidateStreamRequest) -> list[Encoded]:
+    records = request if isinstance(request, Frames) else request.records
+    return list(stream_responses(index, records))
 
 
 async def _until(requests: AsyncIterable[R], stopping: asyncio.Event) -> AsyncGenerator[R]:
