@@ -79,6 +79,7 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
             async for request in requests:
                 # Up to MAX_VERDICTS records a message: judged off the event loop.
                 responses = await asyncio.to_thread(_listed, index, request)
+                del request  # (see _until)
                 for response in responses:
                     yield response
                 index += 1
@@ -244,6 +245,7 @@ async def _until(requests: AsyncIterable[R], stopping: asyncio.Event) -> AsyncGe
             except StopAsyncIteration:
                 return
             yield request
+            del request  # not kept while the next one is received: requests may be MiBs
     finally:
         stop.cancel()
         if following is not None:  # the call cancelled while waiting (the client gave up):

@@ -176,11 +176,14 @@ def _frame_entries(frames: Frames) -> Iterator[bytes]:
     encoded from its id and deals as ``verdict_bytes`` encodes its ``Vouched``, written out
     here (hundreds of thousands of records a second)."""
     names = frames.names
+    places: dict[str, bytes] = {}  # a name's location, encoded (``_Frame.located``)
     for name, item in zip(names, frame_verdicts(frames.payloads, names), strict=True):
         if isinstance(item, tuple):  # a report is no tuple
             deals, match_id = item
-            frame = _frame_zero(name) if len(name) <= CACHED_NAME else _frame(name)
-            report = clean_report_wire(match_id, frame.located, deals)
+            located = places.get(name)
+            if located is None:
+                located = places[name] = _frame(name).located
+            report = clean_report_wire(match_id, located, deals)
             verdict = _REPORT + varint(len(report)) + report
             yield _STREAM_VERDICT + varint(len(verdict)) + verdict
         else:
