@@ -91,11 +91,12 @@ SEED = 7
 
 
 @contextmanager
-def server(*options: str) -> Iterator[tuple[str, int]]:
-    """``kingrec serve`` over a fresh store in a temporary folder: its address and pid."""
+def server(*options: str, kingrec: Path = KINGREC) -> Iterator[tuple[str, int]]:
+    """``kingrec serve`` (this tree's, or ``kingrec``) over a fresh store in a temporary
+    folder: its address and pid."""
     with tempfile.TemporaryDirectory() as folder:
         process = subprocess.Popen(
-            [str(KINGREC), "serve", "--port", "0", "--grace", "1",
+            [str(kingrec), "serve", "--port", "0", "--grace", "1",
              "--db", str(Path(folder, "bench.duckdb")), *options],
             stdout=subprocess.PIPE,
             text=True,

@@ -60,10 +60,10 @@ BATCH = 256  # records per call into the compiled checker
 _Verdict = tuple[int, bytes] | None
 
 
-class _Checker(Protocol):
-    def check(self, payload: bytes, /) -> _Verdict: ...
+class _Checker(Protocol):  # a payload: bytes, or a buffer read where it lies
+    def check(self, payload: bytes | memoryview, /) -> _Verdict: ...
 
-    def check_batch(self, payloads: Sequence[bytes], /) -> list[_Verdict]: ...
+    def check_batch(self, payloads: Sequence[bytes | memoryview], /) -> list[_Verdict]: ...
 
     def check_run(
         self, payloads: list[bytes], keyed: bool = True, /

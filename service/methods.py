@@ -135,9 +135,15 @@ async def _abort(context: Context, exc: Exception, method: str) -> None:
     await context.abort(code, str(exc), trailing_metadata=trailing_metadata(exc))
 
 
-def guard(handler: Handler, method: str, token: bytes | None = None) -> Handler:
-    """``handler`` (of the method ``method``, its full name) with its requests decoded here,
-    its errors turned into statuses and, when ``token`` is given, calls without it refused."""
+def guard(
+    handler: Handler,
+    method: str,
+    token: bytes | None = None,
+    deserialize: Callable[[bytes], Any] | None = None,
+) -> Handler:
+    """``handler`` (of the method ``method``, its full name) with its requests decoded here
+    (by ``deserialize`` when given, else its own deserializer), its errors turned into
+    statuses and, when ``token`` is given, calls without it refused."""
     streaming_in = handler.request_streaming
     if handler.unary_unary or handler.stream_unary:
         inner: Behaviour = handler.unary_unary or handler.stream_unary  # type: ignore[assignment]
@@ -195,7 +201,7 @@ def guard(handler: Handler, method: str, token: bytes | None = None) -> Handler:
         )
     return factory(
         behaviour,
-        request_deserializer=_decoder(handler.request_deserializer, method),
+        request_deserializer=_decoder(deserialize or handler.request_deserializer, method),
         response_serializer=_encoder(handler.response_serializer),
     )
 
@@ -214,11 +220,18 @@ class MethodTable:
     """Where the services register (in place of the server), then ``install`` on it.
 
     ``token``, when given, is needed by the methods named in ``guarded`` (full names,
-    ``/kingrec.v1.KingrecService/Upload``)."""
+    ``/kingrec.v1.KingrecService/Upload``); ``decoders`` gives methods, by full name, a
+    request deserializer of their own in place of the generated one."""
 
-    def __init__(self, token: str | None = None, guarded: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        token: str | None = None,
+        guarded: frozenset[str] = frozenset(),
+        decoders: Mapping[str, Callable[[bytes], Any]] | None = None,
+    ) -> None:
         self._token = None if token is None else token.encode("utf-8")
         self._guarded = guarded
+        self._decoders = dict(decoders or {})
         self._handlers: dict[str, Handler] = {}
         self._services: set[str] = set()
         self._generic: list[grpc.GenericRpcHandler] = []
@@ -234,7 +247,7 @@ class MethodTable:
         for name, handler in method_handlers.items():
             method = f"/{service_name}/{name}"
             token = self._token if method in self._guarded else None
-            self._handlers[method] = guard(handler, method, token)
+            self._handlers[method] = guard(handler, method, token, self._decoders.get(method))
         self._services.add(service_name)
 
     @property
@@ -256,4 +269,7 @@ class MethodTable:
         unknown = self._guarded - self._handlers.keys()
         if unknown:  # a typo here would leave a method open
             raise ValueError(f"methods to guard that no service has: {sorted(unknown)}")
+        undecoded = self._decoders.keys() - self._handlers.keys()
+        if undecoded:  # a typo here would leave the generated deserializer in place
+            raise ValueError(f"request decoders for methods no service has: {sorted(undecoded)}")
         server.add_generic_rpc_handlers((_Methods(self._handlers),))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator, Sequence
 from itertools import islice
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from google.protobuf.message import DecodeError
 
@@ -33,8 +33,10 @@ from .errors import BadRequestError, UnreadableRecordError
 
 __all__ = [
     "MAX_VERDICTS",
+    "Checked",
     "Judged",
     "Vouched",
+    "frame_verdicts",
     "judge_record",
     "match_of_record",
     "one_match",
@@ -215,6 +217,35 @@ def _file_verdicts(record: svc.Record, form: str) -> Iterator[Judged]:
         yield item
 
 
+Checked = tuple[int, bytes]  # (deals, match id as UTF-8) of a record the checker vouched for
+
+
+def frame_verdicts(
+    payloads: Sequence[bytes | memoryview], names: Sequence[str]
+) -> list[Judged | Checked]:
+    """The verdicts of records given as frames' bytes (each at most ``MAX_FRAME_BYTES``) named
+    ``names``, in order, each judged on its own: through the compiled checker in batches,
+    those it vouches for as its ``Checked`` (their report needs no making: ``Vouched``), the
+    others by the reference. ``LimitError`` for more than ``MAX_VERDICTS``."""
+    if len(payloads) > MAX_VERDICTS:
+        raise _too_many("")
+    out: list[Judged | Checked] = []
+    checker = checker_of()
+    for start in range(0, len(payloads), BATCH):
+        chunk = payloads[start : start + BATCH]
+        verdicts = checker.check_batch(chunk) if checker is not None else [None] * len(chunk)
+        if None not in verdicts:  # all vouched for (the rule): no step per record here
+            out += cast("list[Checked]", verdicts)
+            continue
+        for i, verdict in enumerate(verdicts, start):
+            if verdict is not None:
+                out.append(verdict)
+            else:
+                at = Location(names[i], 0, FILE_HEADER_SIZE)
+                out.append(judge_payload(bytes(payloads[i]), at))
+    return out
+
+
 def stream_verdicts(records: Sequence[svc.Record]) -> list[Judged | Vouched]:
     """The verdicts of a ValidateStream request's records, in order, each record judged on
     its own as ``record_verdicts`` judges it; a record that cannot be read gets damage in its
@@ -227,17 +258,13 @@ def stream_verdicts(records: Sequence[svc.Record]) -> list[Judged | Vouched]:
     out: list[Judged | Vouched] = []
     payloads: list[bytes] = []
     names: list[str] = []
-    checker = checker_of()
 
     def flush() -> None:
-        for start in range(0, len(payloads), BATCH):
-            chunk = payloads[start : start + BATCH]
-            verdicts = checker.check_batch(chunk) if checker is not None else [None] * len(chunk)
-            for i, verdict in enumerate(verdicts, start):
-                if verdict is not None:  # as fastcheck's own clean report reads it
-                    out.append(Vouched(verdict[1].decode("utf-8"), verdict[0], names[i]))
-                else:
-                    out.append(judge_payload(payloads[i], Location(names[i], 0, FILE_HEADER_SIZE)))
+        for name, item in zip(names, frame_verdicts(payloads, names), strict=True):
+            if isinstance(item, tuple):  # as fastcheck's own clean report reads it
+                out.append(Vouched(item[1].decode("utf-8"), item[0], name))
+            else:
+                out.append(item)
         payloads.clear()
         names.clear()
 

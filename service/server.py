@@ -53,6 +53,7 @@ from .methods import MethodTable
 from .servicers import KingrecServicer
 from .storage import QueryLimits, StoreGateway
 from .stored import store_live
+from .stream_request import stream_request
 
 __all__ = [
     "MAX_REQUEST_BYTES",
@@ -77,6 +78,9 @@ QUERIES_STOPPED = "the server is shutting down: run the query again once it is b
 
 # The methods that need the token, when the server has one.
 GUARDED = frozenset(f"/{SERVICE_NAME}/{name}" for name in ("Upload", "Publish"))
+
+# Requests read from their bytes rather than by the generated deserializer.
+DECODERS = {f"/{SERVICE_NAME}/ValidateStream": stream_request}
 
 # The grpc.aio server's settings (bench/bench_service.py gives its floor the same).
 SERVER_OPTIONS: tuple[tuple[str, int], ...] = (
@@ -195,7 +199,7 @@ def create_server(config: ServiceConfig) -> tuple[KingrecServer, int]:
     server = grpc.aio.server(options=SERVER_OPTIONS)
     store = None if config.db is None else StoreGateway.open(config.db, config.query)
     hub = Hub(config.live, None if store is None else partial(store_live, store))
-    methods = MethodTable(config.token, GUARDED)  # each method guarded once, here
+    methods = MethodTable(config.token, GUARDED, DECODERS)  # each method guarded once, here
     table = methods.as_server()  # the services register into it, not into the server
     analyser = Analyser(config.analyse)
     servicer = KingrecServicer(hub, store, analyser)

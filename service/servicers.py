@@ -24,6 +24,7 @@ from .records import match_of_record
 from .replaying import check_pace, check_seat, paced, replay_events
 from .storage import StoreGateway
 from .stored import get_stored, list_stored
+from .stream_request import Frames
 from .uploads import upload_responses
 from .validating import match_response, stream_responses, validate_response
 
@@ -69,13 +70,16 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         return answer
 
     async def ValidateStream(  # type: ignore[override]  # responses go out encoded
-        self, request_iterator: AsyncIterable[svc.ValidateStreamRequest], context: Context
+        self,
+        request_iterator: AsyncIterable[Frames | svc.ValidateStreamRequest],  # stream_request
+        context: Context,
     ) -> AsyncIterator[Encoded]:
         async with aclosing(_until(request_iterator, self.hub.stopping)) as requests:
             index = 0
             async for request in requests:
                 # Up to MAX_VERDICTS records a message: judged off the event loop.
                 responses = await asyncio.to_thread(_listed, index, request)
+                del request  # (see _until)
                 for response in responses:
                     yield response
                 index += 1
@@ -216,8 +220,9 @@ class KingrecServicer(service_pb2_grpc.KingrecServiceServicer):
         return await self.analyser.analyse(request, match)
 
 
-def _listed(index: int, request: svc.ValidateStreamRequest) -> list[Encoded]:
-    return list(stream_responses(index, request.records))
+def _listed(index: int, request: Frames | svc.ValidateStreamRequest) -> list[Encoded]:
+    records = request if isinstance(request, Frames) else request.records
+    return list(stream_responses(index, records))
 
 
 async def _until(requests: AsyncIterable[R], stopping: asyncio.Event) -> AsyncGenerator[R]:
@@ -240,6 +245,7 @@ async def _until(requests: AsyncIterable[R], stopping: asyncio.Event) -> AsyncGe
             except StopAsyncIteration:
                 return
             yield request
+            del request  # not kept while the next one is received: requests may be MiBs
     finally:
         stop.cancel()
         if following is not None:  # the call cancelled while waiting (the client gave up):
