@@ -58,3 +58,20 @@ def test_the_ingest_timeline_prints_each_phase_and_the_whole_adds_up(
     assert abs(parts - walls["whole"]) < 0.02
     assert sum(1 for line in lines if line.strip().startswith(("prepare", "write"))) == 2
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_questions_ab_builds_a_store_by_each_install_and_asks_both_in_turn(
+    small_file: Path, tmp_path: Path
+) -> None:
+    command = [sys.executable, str(BENCH / "bench_questions_ab.py"), "--old", str(KINGREC),
+               "--file", str(small_file), "--rounds", "3", "--tmp", str(tmp_path)]  # fmt: skip
+    result = _run(*command)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.count("built with") == 2
+    stores = [line for line in out.splitlines() if "row groups:" in line]
+    assert [s.split()[0] for s in stores] == ["old:", "new:"]
+    assert all("plays_base 1" in s for s in stores)
+    assert out.count("new/old: cold") == 3  # one line per question of bench_store
+    assert "rıfkı deals ending before trick 5" in out
+    assert list(tmp_path.iterdir()) == []  # both stores deleted

@@ -85,9 +85,11 @@ def _config(
     if not read_only:
         config["memory_limit"] = WRITE_MEMORY_LIMIT
         config["checkpoint_threshold"] = CHECKPOINT_THRESHOLD
-        # Memory for DuckDB's blocks, kept instead of handed back to the kernel: fresh pages
-        # cost a fault each (measured: a fifth fewer faults, 1 s less kernel time per 2 M deals).
-        config["block_allocator_memory"] = WRITE_MEMORY_LIMIT
+        # No block memory kept (block_allocator_memory, DuckDB's default 0). Kept (256 MB),
+        # it saved page faults (2 M deals: 313-322k where 749-763k, 3.2-4.2 s of system time
+        # where 4.5-5.1) but sat beside the cap, and 8 M deals peaked at 994-995 MiB, over
+        # the 10^9-byte bound, where 891-919 without it (128 MB: 935); 2 M deals 795-875 MiB
+        # where 847-906. One run each, in turn, load 2-9 (bench_ingest_ab.py).
         config["max_vacuum_tasks"] = VACUUM_TASKS
     return config
 
