@@ -7,17 +7,23 @@ bytes, which the compiled checker reads where they lie. Any other request (a rec
 as a message, as JSON or as a whole .krec file, one over a frame's bound, a field given
 twice or not ours, a name that is no UTF-8, bytes that are no message) is decoded by
 protobuf as before: ``Frames`` are only what protobuf would read the same way.
+
+The scan is the compiled checker's (``kingrec._fastcheck_c.request_frames``) when it is
+built: the Python loop over a request's bytes cost ~10,000 instructions a match, a tenth of
+the server's time. ``read_frames_py`` is its pure-Python twin, the reference the two are
+tested against (tests/test_stream_request.py).
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+from kingrec import _twins
 from kingrec.container import MAGIC
 from kingrec.limits import MAX_FRAME_BYTES
 from kingrec.v1 import service_pb2 as svc
 
-__all__ = ["Frames", "read_frames", "stream_request"]
+__all__ = ["Frames", "read_frames", "read_frames_py", "stream_request"]
 
 _RECORDS = 0x0A  # ValidateStreamRequest.records = 1, length-delimited
 _KREC = 0x12  # Record.krec = 2
@@ -53,6 +59,15 @@ def read_frames(data: bytes) -> Frames | None:
     """The records of a ValidateStreamRequest's bytes when each is a frame's bytes (``krec``
     not starting with the .krec magic, at most ``MAX_FRAME_BYTES``) with at most a name and
     nothing else; None for any other request, or bytes that are no message."""
+    compiled = _twins.ACTIVE.fastcheck
+    if compiled is None:
+        return read_frames_py(data)
+    found = compiled.request_frames(data, MAX_FRAME_BYTES, MAGIC)
+    return None if found is None else Frames(*found)
+
+
+def read_frames_py(data: bytes) -> Frames | None:
+    """``read_frames`` in Python: the twin of the compiled scan, which must agree with it."""
     try:
         return _read(data)
     except (_Unusual, IndexError, UnicodeDecodeError):

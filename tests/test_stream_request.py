@@ -1,12 +1,14 @@
 """ValidateStream's requests read from their bytes (``kingrec_service.stream_request``): a
 request of frames' bytes is read as protobuf reads it and answered byte for byte as before;
 anything else (other forms, fields not ours, a field twice, hostile bytes) is protobuf's to
-decode or refuse, and the server answers it as it always did."""
+decode or refuse, and the server answers it as it always did. Both scans are held to it:
+the compiled one (``kingrec._fastcheck_c.request_frames``) and its Python twin."""
 
 from __future__ import annotations
 
+import importlib
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
@@ -19,7 +21,7 @@ from kingrec.simulate import derive_seed, simulate_match
 from kingrec.v1 import service_pb2 as svc
 from kingrec_service import ServiceConfig, running_server
 from kingrec_service.server import SERVICE_NAME
-from kingrec_service.stream_request import Frames, read_frames, stream_request
+from kingrec_service.stream_request import Frames, read_frames, read_frames_py, stream_request
 from kingrec_service.validating import stream_responses
 
 MATCHES = [simulate_match(preset("classic"), derive_seed(17, i)) for i in range(3)]
@@ -37,9 +39,25 @@ def _as_protobuf_reads_it(data: bytes) -> tuple[list[bytes], list[str]]:
     return [r.krec for r in records], [r.name for r in records]
 
 
-def _read(data: bytes) -> tuple[list[bytes], list[str]] | None:
-    frames = read_frames(data)
-    return None if frames is None else ([bytes(p) for p in frames.payloads], frames.names)
+Read = Callable[[bytes], tuple[list[memoryview], list[str]] | None]
+
+
+def _compiled(data: bytes) -> tuple[list[memoryview], list[str]] | None:
+    scan = importlib.import_module("kingrec._fastcheck_c").request_frames
+    found: tuple[list[memoryview], list[str]] | None = scan(data, MAX_FRAME_BYTES, MAGIC)
+    return found
+
+
+SCANS: dict[str, Read] = {"compiled": _compiled, "python": read_frames_py}
+
+
+def _read(data: bytes, scan: Read = read_frames) -> tuple[list[bytes], list[str]] | None:
+    frames = scan(data)
+    if frames is None:
+        return None
+    payloads, names = frames
+    assert all(type(p) is memoryview for p in payloads)  # no copy of a record
+    return [bytes(p) for p in payloads], names
 
 
 def _varint(n: int, width: int = 0) -> bytes:
@@ -61,15 +79,25 @@ PLAIN = [
     _request(svc.Record(krec=CLEAN[0], name="a.krec"), svc.Record(krec=DIRTY, name="é ∅")),
     _request(svc.Record(krec=b"", name="empty bytes"), svc.Record(krec=b"\x00\xffjunk")),
     b"",  # no record at all
+    # names alike, and one as long but not alike (the compiled scan decodes a name once)
+    _request(
+        *(
+            svc.Record(krec=CLEAN[i % 3], name=name)
+            for i, name in enumerate(("a.krec", "a.krec", "b.krec", "", "a.krec", "é"))
+        )
+    ),
     # the name before the bytes; lengths as varints longer than they need be
     _field(0x0A, _field(0x22, b"n") + _field(0x12, CLEAN[1])),
     _field(0x0A, _field(0x12, CLEAN[2], width=3), width=4),
 ]
 
 
+@pytest.mark.parametrize("scan", SCANS.values(), ids=SCANS.keys())
 @pytest.mark.parametrize("data", PLAIN)
-def test_a_request_of_frames_is_read_from_its_bytes_as_protobuf_reads_it(data: bytes) -> None:
-    assert _read(data) == _as_protobuf_reads_it(data)
+def test_a_request_of_frames_is_read_from_its_bytes_as_protobuf_reads_it(
+    data: bytes, scan: Read
+) -> None:
+    assert _read(data, scan) == _as_protobuf_reads_it(data)
     frames = stream_request(data)
     assert isinstance(frames, Frames)
     assert all(type(p) is memoryview for p in frames.payloads)  # no copy of a record
@@ -110,9 +138,10 @@ UNUSUAL = {
 }
 
 
+@pytest.mark.parametrize("scan", SCANS.values(), ids=SCANS.keys())
 @pytest.mark.parametrize("data", UNUSUAL.values(), ids=UNUSUAL.keys())
-def test_anything_but_plain_frames_is_left_to_protobuf(data: bytes) -> None:
-    assert read_frames(data) is None
+def test_anything_but_plain_frames_is_left_to_protobuf(data: bytes, scan: Read) -> None:
+    assert scan(data) is None
     try:
         decoded = svc.ValidateStreamRequest.FromString(data)
     except DecodeError:
@@ -124,7 +153,7 @@ def test_anything_but_plain_frames_is_left_to_protobuf(data: bytes) -> None:
 
 def test_mangled_requests_are_read_as_protobuf_reads_them_or_left_to_it() -> None:
     """Bytes flipped, cut and spliced in a request of frames, thousands of times: whatever
-    ``read_frames`` reads, protobuf reads the same; nothing raises."""
+    either scan reads, protobuf reads the same, and the two scans agree; nothing raises."""
     shuffle = random.Random(17)
     base = PLAIN[1]
     read = 0
@@ -138,7 +167,8 @@ def test_mangled_requests_are_read_as_protobuf_reads_them_or_left_to_it() -> Non
                 data[at if shuffle.random() < 0.5 else shuffle.randrange(len(data))] = (
                     shuffle.choice([0x00, 0x0A, 0x12, 0x22, 0x80, 0xFF, shuffle.randrange(256)])
                 )
-        got = _read(bytes(data))
+        got = _read(bytes(data), _compiled)
+        assert got == _read(bytes(data), read_frames_py)
         if got is not None:
             read += 1
             assert got == _as_protobuf_reads_it(bytes(data))
