@@ -21,6 +21,7 @@ from libc.string cimport memcmp, memcpy
 
 from kingrec cimport _core as core
 from kingrec._core cimport CoreRules, DealState, Tally, uchar
+from kingrec._busguard cimport guarded
 from kingrec._framing cimport CrcFn, FRAME_HEADER, le32, verified_crc, whole_frame
 from kingrec._v1wire cimport DealMsg, parse_deal
 from kingrec._wire cimport (
@@ -101,11 +102,9 @@ cdef bint _walk_metadata(const uchar* p, const uchar* end) noexcept nogil:
 
 cdef extern from *:
     """
-    #include <setjmp.h>
-    #include <signal.h>
-    #include <string.h>
-    /* A run of frames judged where they lie (check_frames). Its progress is volatile: after
-       a SIGBUS (a mapped file cut short under the run) it is read back as it stood. */
+    /* A run of frames judged where they lie (check_frames), a body of the SIGBUS guard
+       (_busguard.pxd). Its progress is volatile: after a SIGBUS (a mapped file cut short
+       under the run) it is read back as it stood. */
     typedef struct {
         void* checker;
         const unsigned char* data;
@@ -118,52 +117,6 @@ cdef extern from *:
         uint64_t* keys;
         PyObject* volatile pending;  /* a payload being copied out: dropped after a SIGBUS */
     } kr_run;
-    typedef int (*kr_body)(kr_run* run);
-
-    /* The SIGBUS guard: while a guarded run reads a mapping, a SIGBUS (a page of the file
-       that is no longer there) jumps back to kr_guarded, which returns -2; any other SIGBUS
-       goes to the handler there was before (the fault repeats under it). One guarded run
-       at a time per thread; the handler is ours only while a run is guarded. */
-    static __thread sigjmp_buf* kr_bus_jump = NULL;
-    static struct sigaction kr_bus_before;
-    static int kr_bus_depth = 0;
-
-    static void kr_on_bus(int sig, siginfo_t* info, void* context) {
-        sigjmp_buf* jump = kr_bus_jump;
-        (void)info; (void)context;
-        if (jump != NULL) {
-            kr_bus_jump = NULL;
-            siglongjmp(*jump, 1);
-        }
-        sigaction(sig, &kr_bus_before, NULL);
-    }
-
-    static int kr_guarded(kr_body body, kr_run* run) {
-        sigjmp_buf jump;
-        struct sigaction ours;
-        int result;
-        if (kr_bus_depth++ == 0) {
-            memset(&ours, 0, sizeof ours);
-            ours.sa_sigaction = kr_on_bus;
-            ours.sa_flags = SA_SIGINFO | SA_NODEFER;
-            sigemptyset(&ours.sa_mask);
-            if (sigaction(SIGBUS, &ours, &kr_bus_before) != 0) {
-                kr_bus_depth--;
-                PyErr_SetFromErrno(PyExc_OSError);
-                return -1;
-            }
-        }
-        if (sigsetjmp(jump, 1) == 0) {
-            kr_bus_jump = &jump;
-            result = body(run);
-        } else {
-            result = -2;
-        }
-        kr_bus_jump = NULL;
-        if (--kr_bus_depth == 0)
-            sigaction(SIGBUS, &kr_bus_before, NULL);
-        return result;
-    }
     """
     ctypedef struct FrameRun "kr_run":
         void* checker
@@ -176,16 +129,15 @@ cdef extern from *:
         uint64_t* offsets
         uint64_t* keys
         PyObject* pending
-    ctypedef int (*Body "kr_body")(FrameRun* run) except -1
-    int guarded "kr_guarded"(Body body, FrameRun* run) except -1
 
 
-cdef int _frames_body(FrameRun* r) except -1:
+cdef int _frames_body(void* run) except -1:
     """The frames of a run in a row, judged where they lie (``MatchChecker.check_frames``).
 
     Every read of a frame's bytes comes before the run's lists and counts take that frame:
     stopped by a SIGBUS anywhere (``guarded``), the run stands as it was after its last whole
     frame."""
+    cdef FrameRun* r = <FrameRun*>run
     cdef MatchChecker checker = <MatchChecker>r.checker
     cdef const uchar* data = r.data
     cdef const uchar* head

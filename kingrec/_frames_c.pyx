@@ -4,7 +4,10 @@
 
 ``scan_frames`` takes the same arguments and gives the same results as the reference; read
 that file for what it does. Here the headers are read and checked in C, with no Python
-object per frame but the payload handed back.
+object per frame but the payload handed back. ``walk_headers`` and ``find_frame`` read under
+the SIGBUS guard (``_busguard.pxd``): ``kingrec.judges`` hands them ranges of a file mapped
+in memory, and a page gone under them (the file cut short) raises OSError instead of ending
+the process.
 
 The checksum is the format's CRC-32 (zlib's: IEEE, reflected, polynomial 0xEDB88320). A
 header is judged by ``_framing.pxd`` (shared with the batch checker); a payload goes to
@@ -14,12 +17,15 @@ zlib's (2.1 GB/s, which beat a slice-by-8 table in C at 1.3), and calling it nee
 headers at build time.
 """
 
+import errno
+
 from kingrec.checksum import crc32
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.string cimport memchr
 
+from kingrec._busguard cimport guarded
 from kingrec._framing cimport FRAME_HEADER as HEADER_SIZE, header_sound, whole_frame
 from kingrec._framing cimport le32 as _le32
 
@@ -60,63 +66,99 @@ cdef tuple _scan(const unsigned char* data, Py_ssize_t size, Py_ssize_t start, P
 
 def walk_headers(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t bound, Py_ssize_t max_payload,
                  Py_ssize_t limit):
-    """The sound frame headers of ``buf`` in a row: see ``_frames_py.walk_headers``."""
+    """The sound frame headers of ``buf`` in a row: see ``_frames_py.walk_headers``.
+
+    ``buf`` may be a file mapped in memory: a page of it gone under the walk (the file cut
+    short meanwhile) raises ``OSError`` (``_gone``) instead of ending the process."""
     cdef Py_buffer view
+    cdef _Span span
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
         _refuse_outside("walk_headers", start, end, view.len, max_payload)
-        return _walk(<const unsigned char*>view.buf, start, end, bound, max_payload, limit)
+        span = _Span(<const unsigned char*>view.buf, start, end, bound, max_payload, limit,
+                     start, 0, False)
+        if guarded(_walk, &span) == -2:
+            _gone("walk_headers")
+        return span.frames, span.pos, span.sound
     finally:
         PyBuffer_Release(&view)
 
 
-cdef tuple _walk(const unsigned char* data, Py_ssize_t start, Py_ssize_t end, Py_ssize_t bound,
-                 Py_ssize_t max_payload, Py_ssize_t limit):
-    cdef Py_ssize_t pos = start, frames = 0
+# A walk over a buffer: its bounds, then what it found (read only when it ran to its end:
+# after a SIGBUS the walk's progress is dropped, so none of it needs to be volatile).
+cdef struct _Span:
+    const unsigned char* data
+    Py_ssize_t start, end, bound, max_payload, limit
+    Py_ssize_t pos, frames
+    bint sound
+
+
+cdef int _walk(void* run) except -1:
+    cdef _Span* s = <_Span*>run
+    cdef const unsigned char* data = s.data
+    cdef Py_ssize_t pos = s.start, frames = 0
     cdef const unsigned char* head
     cdef size_t length
-    while pos - start < limit and end - pos >= HEADER_SIZE:
+    s.sound = True
+    while pos - s.start < s.limit and s.end - pos >= HEADER_SIZE:
         head = data + pos
         length = _le32(head + 4)
-        if (not header_sound(head, max_payload)
-                or bound - pos - HEADER_SIZE < <Py_ssize_t>length):
-            return frames, pos, False
+        if (not header_sound(head, s.max_payload)
+                or s.bound - pos - HEADER_SIZE < <Py_ssize_t>length):
+            s.sound = False
+            break
         pos += HEADER_SIZE + <Py_ssize_t>length
         frames += 1
-    return frames, pos, True
+    s.frames, s.pos = frames, pos
+    return 0
 
 
 def find_frame(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t bound, Py_ssize_t max_payload,
                Py_ssize_t limit):
-    """The first sound frame header at or after ``start``: see ``_frames_py.find_frame``."""
+    """The first sound frame header at or after ``start``: see ``_frames_py.find_frame``.
+
+    ``buf`` may be a file mapped in memory, as for ``walk_headers``."""
     cdef Py_buffer view
+    cdef _Span span
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     try:
         _refuse_outside("find_frame", start, end, view.len, max_payload)
-        return _find(<const unsigned char*>view.buf, start, end, bound, max_payload, limit)
+        span = _Span(<const unsigned char*>view.buf, start, end, bound, max_payload, limit,
+                     -1, 0, False)
+        if guarded(_find, &span) == -2:
+            _gone("find_frame")
+        return span.pos
     finally:
         PyBuffer_Release(&view)
 
 
-cdef Py_ssize_t _find(const unsigned char* data, Py_ssize_t start, Py_ssize_t end,
-                      Py_ssize_t bound, Py_ssize_t max_payload, Py_ssize_t limit) noexcept nogil:
+cdef int _find(void* run) except -1:
     # Each candidate is a "K" found by memchr: a stretch of bad headers (or of marker bytes)
     # costs a header checksum per marker, never a payload's.
-    cdef Py_ssize_t last = end - HEADER_SIZE + 1  # the candidates are < last
-    cdef Py_ssize_t at = start
+    cdef _Span* s = <_Span*>run
+    cdef const unsigned char* data = s.data
+    cdef Py_ssize_t last = s.end - HEADER_SIZE + 1  # the candidates are < last
+    cdef Py_ssize_t at = s.start
     cdef const unsigned char* hit
-    if limit < last - start:
-        last = start + limit
+    if s.limit < last - s.start:
+        last = s.start + s.limit
     while at < last:
         hit = <const unsigned char*>memchr(data + at, 0x4B, last - at)  # b"K"
         if hit == NULL:
-            return -1
+            break
         at = hit - data
-        if (header_sound(hit, max_payload)
-                and bound - at - HEADER_SIZE >= <Py_ssize_t>_le32(hit + 4)):
-            return at
+        if (header_sound(hit, s.max_payload)
+                and s.bound - at - HEADER_SIZE >= <Py_ssize_t>_le32(hit + 4)):
+            s.pos = at
+            break
         at += 1
-    return -1
+    return 0
+
+
+cdef int _gone(str name) except -1:
+    """A walk stopped by a SIGBUS: the mapped file lost pages under it."""
+    raise OSError(errno.EFAULT, f"{name}: the buffer lost pages under the walk "
+                                "(a file mapped in memory, cut short meanwhile)")
 
 
 cdef int _refuse_outside(str name, Py_ssize_t start, Py_ssize_t end, Py_ssize_t size,

@@ -303,7 +303,7 @@ def _serve(
         for fd in ours:
             os.close(fd)
         # A worker's crash costs no result (its jobs are done again here): no core file
-        # either (a job may read a mapped file cut short meanwhile: a SIGBUS, no bug).
+        # either.
         with contextlib.suppress(ImportError, OSError, ValueError):
             import resource
 

@@ -15,15 +15,15 @@ is judged by the process that reads it: it finds the first frame that starts in 
 (``find_frame``: a sound header whose payload lies within the file), takes the frames that
 start in the range as the reader takes them (headers, payloads, checksums), does stage one
 of them and returns what stage two needs: counts, the clean records' keys packed, the
-few records with something to report (a forked worker maps its range rather than copy it
-into a buffer: ``_maps_range``). Header-shaped bytes inside a payload could fool a
-sync, so a range is taken only where it follows on: its first frame must start where the
-frames before it end; one that does not is judged again from there. From the first thing
-that is not a sound frame (a bad header, a frame that runs past the end, a file that
-changed) to the end of the file, the file is read here by the reader itself, resumed at the
-last frame start known good: damage, resyncs and a truncated last frame are then found and
-worded exactly as on one core. So the report does not depend on the number of jobs, by
-construction, and only sound stretches are ever split.
+few records with something to report (the range mapped rather than copied into a buffer:
+``_maps_range``). Header-shaped bytes inside a payload could fool a sync, so a range is
+taken only where it follows on: its first frame must start where the frames before it end;
+one that does not is judged again from there. From the first thing that is not a sound frame
+(a bad header, a frame that runs past the end, a file that changed) to the end of the file,
+the file is read here by the reader itself, resumed at the last frame start known good:
+damage, resyncs and a truncated last frame are then found and worded exactly as on one core.
+So the report does not depend on the number of jobs, by construction, and only sound
+stretches are ever split.
 
 Told the files to come (``JudgePool.expect``), the pool sends the ranges of the next files
 while this one is settled, so many small files keep every worker busy too. Only a bounded
@@ -172,7 +172,8 @@ def _judge_range(
         try:
             taken = _take_range(path, ident, job, counted and _maps_range(twins), twins, held)
         except OSError:
-            return None  # gone, or unreadable now: the parent reads what is left itself
+            # Gone, unreadable now, or cut short under its mapping: the parent reads the rest.
+            return None
         if taken is None or isinstance(taken, _Taken):
             return taken
         buf, at, end, mapped = taken
@@ -241,14 +242,12 @@ def _take_range(
 
 
 def _maps_range(twins: _twins.Twins) -> bool:
-    """Whether this process judges a range in the file mapped (``mmap``) rather than read
-    into its buffer: only a forked worker does. The walk over a range's headers (and the
-    sync to its first frame) reads the mapping with no SIGBUS guard: a file cut short under
-    it ends the process, and only a worker's end costs no result (this process judges its
-    ranges again, by reading them: ``kingrec.forked``)."""
-    from . import forked  # loaded with the workers
-
-    return _MAP_RANGES and _can_map(twins) and forked.in_worker()
+    """Whether a range is judged in the file mapped (``mmap``) rather than read into this
+    process's buffer: with the checksum in C, in a worker and in the command alike. Every
+    read of the mapping is under the SIGBUS guard (``_busguard.pxd``): a file cut short
+    under it stops the walk over the headers or the sync (``OSError``: the range is left to
+    the reader, in this process) or the check (at the frame it was reading)."""
+    return _MAP_RANGES and _can_map(twins)
 
 
 def _mapped_range(
@@ -791,8 +790,8 @@ def validate_here(
 # (``_fastcheck_c.crc_in_c``): a mapped block is read under a SIGBUS guard, with no Python
 # call. False: read() into a buffer, as where mmap is refused.
 _MAP_BLOCKS = True
-# The same for the ranges a forked worker judges (``_maps_range``): the copy of each range
-# into its buffer was most of what a worker spent in the kernel beyond what one job does.
+# The same for the ranges of ``--jobs N`` (``_maps_range``): the copy of each range into a
+# buffer was most of what a process spent in the kernel beyond what one job does.
 _MAP_RANGES = True
 
 

@@ -423,6 +423,33 @@ def _matches() -> list[bytes]:
     return [*clean, broken.SerializeToString()]
 
 
+def test_a_mapped_file_cut_short_under_the_walk_or_the_sync_raises_oserror(
+    tmp_path: Path,
+) -> None:
+    """The compiled walk and sync read a mapped file under the SIGBUS guard: pages gone (the
+    file cut short after it was mapped) raise OSError, and this process lives on; before
+    the cut they walk and find as over the same bytes in a buffer."""
+    import mmap
+
+    if COMPILED is None:
+        pytest.skip("the compiled frame loop is not built")
+    frame = _frame(b"p" * 3000)
+    data = frame * 40  # some 30 pages of headers to walk
+    path = tmp_path / "cut.krec"
+    path.write_bytes(data)
+    n, big = len(data), 1 << 20
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), n, access=mmap.ACCESS_READ) as mapping:
+        assert COMPILED.walk_headers(mapping, 0, n, n, big, n) == (40, n, True)
+        assert COMPILED.find_frame(mapping, 1, n, n, big, n) == len(frame)
+        os.truncate(path, 4096)
+        with pytest.raises(OSError, match="walk_headers: the buffer lost pages"):
+            COMPILED.walk_headers(mapping, 0, n, n, big, n)
+        with pytest.raises(OSError, match="find_frame: the buffer lost pages"):
+            COMPILED.find_frame(mapping, 8192, n, n, big, n)
+        # The pages still there are read as before.
+        assert COMPILED.walk_headers(mapping, 0, n, n, big, 4096) == (2, 2 * len(frame), True)
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     parts=st.lists(_segments | st.integers(0, 2).map(lambda i: _frame(_matches()[i])), max_size=12),

@@ -483,8 +483,9 @@ def test_a_worker_killed_mid_run_leaves_the_report_and_status_of_one_job(
     assert (first + out, err, proc.returncode) == (one.stdout, one.stderr + b"left behind: 0\n", 2)
 
 
-# A worker maps its range (``judges._maps_range``) and the file is cut short under it, a
-# page boundary inside the range: its walk over the headers reads a page that is gone.
+# A worker maps its range (``judges._maps_range``) and the file is cut short under the first
+# range mapped (a worker's or the command's), a page boundary inside it: the walk over its
+# headers reads a page that is gone.
 _CUT_UNDER_A_WORKER = """
 import os, sys
 from kingrec import judges
@@ -492,7 +493,7 @@ path = sys.argv[-1]
 real = judges._mapped_range
 def cut_once_mapped(fd, start, stop):
     room = real(fd, start, stop)
-    if room is not None and not os.environ.get("CUT"):  # only a worker maps: its first range
+    if room is not None and not os.environ.get("CUT"):  # the first range mapped in a process
         os.environ["CUT"] = "1"
         os.truncate(path, (start + (32 << 10)) // 4096 * 4096)
     return room
@@ -522,6 +523,54 @@ def test_a_file_cut_short_under_a_workers_mapping_is_reported_as_one_job_reads_i
         check=False,
     )
     assert path.stat().st_size < size  # cut, by the worker, under its mapping
+    one = run("--json", "--jobs", "1", str(path))
+    assert (got.stdout, got.stderr, got.returncode) == (one.stdout, one.stderr, one.returncode)
+    assert one.returncode == 2 and b"FRAME_TRUNCATED" in one.stdout
+
+
+# The command maps the ranges it judges itself too (``judges._maps_range``): the file cut
+# short under the first it maps, a page boundary inside the range, so that its guarded walk
+# over the headers reads a page that is gone.
+_CUT_UNDER_THE_COMMAND = """
+import os, sys
+from kingrec import judges
+path = sys.argv[-1]
+command = os.getpid()  # the workers are forks: the same code, another pid
+real = judges._mapped_range
+cut = []
+def cut_once_mapped(fd, start, stop):
+    room = real(fd, start, stop)
+    at = start // 4096 * 4096 + 8192  # the range's second page boundary or its third
+    if room is not None and os.getpid() == command and not cut and at < os.fstat(fd).st_size:
+        cut.append(start)
+        os.truncate(path, at)
+    return room
+judges._mapped_range = cut_once_mapped
+sys.argv = ["kingrec", *sys.argv[1:]]
+from kingrec_cli.main import run
+run()
+"""
+
+
+def test_a_file_cut_short_under_the_commands_own_mapping_is_reported_as_one_job_reads_it_cut(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    """The command's guarded walk meets the cut (an OSError, not a SIGBUS that would end it):
+    the range is left to the reader, and the report, standard error and exit status are
+    those of one job on the file as it is cut (its last frame FRAME_TRUNCATED)."""
+    if _twins.COMPILED is None or not judges._can_map(_twins.COMPILED):
+        pytest.skip("a range is mapped only with the checksum in C")
+    path = tmp_path / "cut.krec"
+    shutil.copy(files["big"], path)
+    size = path.stat().st_size
+    args = ["validate", "--json", "--jobs", "2", "--chunk-bytes", "65536", str(path)]
+    got = subprocess.run(
+        [sys.executable, "-c", _CUT_UNDER_THE_COMMAND, *args],
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+    assert path.stat().st_size < size  # cut, by the command, under its mapping
     one = run("--json", "--jobs", "1", str(path))
     assert (got.stdout, got.stderr, got.returncode) == (one.stdout, one.stderr, one.returncode)
     assert one.returncode == 2 and b"FRAME_TRUNCATED" in one.stdout
