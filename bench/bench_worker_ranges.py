@@ -56,11 +56,10 @@ def main() -> None:
     parser.add_argument("--file", type=Path, default=DEFAULT_FILE)
     parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args()
-    from kingrec import _twins, forked, judges
+    from kingrec import _twins, judges
 
     if not judges._can_map(_twins.ACTIVE):
         raise SystemExit("bench_worker_ranges: ranges are mapped only with the checksum in C")
-    forked._serving = True  # as in a forked worker, the only process that maps its ranges
     path = str(args.file)
     for mapped in (True, False):  # warm-up: the file in the page cache, the buffer grown
         judge_all(path, mapped=mapped)
