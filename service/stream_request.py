@@ -43,16 +43,16 @@ class _Unusual(Exception):
     """The request is not the plain kind ``read_frames`` reads: protobuf decodes it."""
 
 
-def _length(data: bytes, pos: int, value: int) -> tuple[int, int]:
-    """A varint of three bytes or more, the first two read (``value``); ``pos`` is past them."""
-    shift = 14
-    for at in range(pos, min(pos + _LENGTH_BYTES - 2, len(data))):
+def _length(data: bytes, pos: int) -> tuple[int, int]:
+    """The length varint at ``pos`` (at most ``_LENGTH_BYTES`` bytes) and the position past it."""
+    value = shift = 0
+    for at in range(pos, min(pos + _LENGTH_BYTES, len(data))):
         byte = data[at]
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
             return value, at + 1
         shift += 7
-    raise _Unusual
+    raise _Unusual  # longer, or past the end
 
 
 def read_frames(data: bytes) -> Frames | None:
@@ -75,8 +75,6 @@ def read_frames_py(data: bytes) -> Frames | None:
 
 
 def _read(data: bytes) -> Frames | None:
-    # Written out, lengths of one and two bytes inline: this runs for every record a server
-    # is sent (hundreds of thousands a second), where each call costs more than its work.
     view = memoryview(data)
     payloads: list[memoryview] = []
     names: list[str] = []
@@ -84,13 +82,7 @@ def _read(data: bytes) -> Frames | None:
     while pos < end:
         if data[pos] != _RECORDS:
             return None
-        size = data[pos + 1]
-        pos += 2
-        if size >= 0x80:
-            size = size & 0x7F | (data[pos] & 0x7F) << 7
-            pos += 1
-            if data[pos - 1] >= 0x80:
-                size, pos = _length(data, pos, size)
+        size, pos = _length(data, pos + 1)
         stop = pos + size
         if stop > end:
             return None
@@ -100,13 +92,7 @@ def _read(data: bytes) -> Frames | None:
             key = data[pos]
             if key != _KREC and key != _NAME:
                 return None
-            size = data[pos + 1]
-            pos += 2
-            if size >= 0x80:
-                size = size & 0x7F | (data[pos] & 0x7F) << 7
-                pos += 1
-                if data[pos - 1] >= 0x80:
-                    size, pos = _length(data, pos, size)
+            size, pos = _length(data, pos + 1)
             field_end = pos + size
             if field_end > stop:
                 return None
