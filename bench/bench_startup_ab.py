@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 from compiled_only import refuse_pure_twins
-from in_turn import NEW
+from in_turn import NEW, one_match_file
 
 _REFS = re.compile(rb"I\s+refs:\s+([\d,]+)")
 
@@ -59,16 +59,6 @@ def interpreter_of(kingrec: Path) -> str:
         first = script.readline()
     assert first.startswith(b"#!"), f"{kingrec} is not a script"
     return first[2:].decode().strip()
-
-
-def one_match_file(folder: Path) -> Path:
-    path = folder / "one.krec"
-    subprocess.run(
-        [str(NEW), "simulate", "--matches", "1", "--seed", "1", "-o", str(path)],
-        check=True,
-        capture_output=True,
-    )
-    return path
 
 
 def main() -> None:

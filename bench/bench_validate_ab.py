@@ -17,13 +17,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from compiled_only import refuse_pure_twins
-from in_turn import NEW, in_turn, timed
+from in_turn import in_turn, one_match_file, timed
 
 DEFAULT_FILE = Path("/work/bench-data/classic-100000.krec")
 
@@ -70,16 +69,6 @@ def report(title: str, deals: int, times: dict[str, list[tuple[float, float]]]) 
         f"of the medians {medians['new'][0] / medians['old'][0]:.3f} "
         f"(wall {medians['new'][1] / medians['old'][1]:.3f})"
     )
-
-
-def one_match_file(folder: Path) -> Path:
-    path = folder / "one.krec"
-    subprocess.run(
-        [str(NEW), "simulate", "--matches", "1", "--seed", "1", "-o", str(path)],
-        check=True,
-        capture_output=True,
-    )
-    return path
 
 
 def main() -> None:

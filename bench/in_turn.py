@@ -20,6 +20,17 @@ ROOT = Path(__file__).resolve().parent.parent
 NEW = ROOT / ".venv" / "bin" / "kingrec"  # this tree's install
 
 
+def one_match_file(folder: Path) -> Path:
+    """A simulated one-match file in ``folder``, for the start-up runs."""
+    path = folder / "one.krec"
+    subprocess.run(
+        [str(NEW), "simulate", "--matches", "1", "--seed", "1", "-o", str(path)],
+        check=True,
+        capture_output=True,
+    )
+    return path
+
+
 @dataclass(frozen=True)
 class Timed:
     wall: float

@@ -483,6 +483,25 @@ def test_a_worker_killed_mid_run_leaves_the_report_and_status_of_one_job(
     assert (first + out, err, proc.returncode) == (one.stdout, one.stderr + b"left behind: 0\n", 2)
 
 
+def _cut_while_mapped(big: Path, tmp_path: Path, script: str) -> None:
+    """``validate --jobs 2`` of a copy of ``big`` run by ``script``, which cuts the file short
+    under a mapping: its report, standard error and exit status are one job's on the file as
+    it is cut (its last frame FRAME_TRUNCATED)."""
+    if _twins.COMPILED is None or not judges._can_map(_twins.COMPILED):
+        pytest.skip("a range is mapped only with the checksum in C")
+    path = tmp_path / "cut.krec"
+    shutil.copy(big, path)
+    size = path.stat().st_size
+    args = ["validate", "--json", "--jobs", "2", "--chunk-bytes", "65536", str(path)]
+    got = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, timeout=300, check=False
+    )
+    assert path.stat().st_size < size  # cut, under a mapping
+    one = run("--json", "--jobs", "1", str(path))
+    assert (got.stdout, got.stderr, got.returncode) == (one.stdout, one.stderr, one.returncode)
+    assert one.returncode == 2 and b"FRAME_TRUNCATED" in one.stdout
+
+
 # A worker maps its range (``judges._maps_range``) and the file is cut short under the first
 # range mapped (a worker's or the command's), a page boundary inside it: the walk over its
 # headers reads a page that is gone.
@@ -510,22 +529,7 @@ def test_a_file_cut_short_under_a_workers_mapping_is_reported_as_one_job_reads_i
     """The worker dies of the SIGBUS (or its guarded check stops at the cut): its range is
     judged here, by reading, and the report, standard error and exit status are those of
     one job on the file as it is cut (its last frame FRAME_TRUNCATED); no traceback."""
-    if _twins.COMPILED is None or not judges._can_map(_twins.COMPILED):
-        pytest.skip("a worker maps its range only with the checksum in C")
-    path = tmp_path / "cut.krec"
-    shutil.copy(files["big"], path)
-    size = path.stat().st_size
-    args = ["validate", "--json", "--jobs", "2", "--chunk-bytes", "65536", str(path)]
-    got = subprocess.run(
-        [sys.executable, "-c", _CUT_UNDER_A_WORKER, *args],
-        capture_output=True,
-        timeout=300,
-        check=False,
-    )
-    assert path.stat().st_size < size  # cut, by the worker, under its mapping
-    one = run("--json", "--jobs", "1", str(path))
-    assert (got.stdout, got.stderr, got.returncode) == (one.stdout, one.stderr, one.returncode)
-    assert one.returncode == 2 and b"FRAME_TRUNCATED" in one.stdout
+    _cut_while_mapped(files["big"], tmp_path, _CUT_UNDER_A_WORKER)
 
 
 # The command maps the ranges it judges itself too (``judges._maps_range``): the file cut
@@ -558,22 +562,7 @@ def test_a_file_cut_short_under_the_commands_own_mapping_is_reported_as_one_job_
     """The command's guarded walk meets the cut (an OSError, not a SIGBUS that would end it):
     the range is left to the reader, and the report, standard error and exit status are
     those of one job on the file as it is cut (its last frame FRAME_TRUNCATED)."""
-    if _twins.COMPILED is None or not judges._can_map(_twins.COMPILED):
-        pytest.skip("a range is mapped only with the checksum in C")
-    path = tmp_path / "cut.krec"
-    shutil.copy(files["big"], path)
-    size = path.stat().st_size
-    args = ["validate", "--json", "--jobs", "2", "--chunk-bytes", "65536", str(path)]
-    got = subprocess.run(
-        [sys.executable, "-c", _CUT_UNDER_THE_COMMAND, *args],
-        capture_output=True,
-        timeout=300,
-        check=False,
-    )
-    assert path.stat().st_size < size  # cut, by the command, under its mapping
-    one = run("--json", "--jobs", "1", str(path))
-    assert (got.stdout, got.stderr, got.returncode) == (one.stdout, one.stderr, one.returncode)
-    assert one.returncode == 2 and b"FRAME_TRUNCATED" in one.stdout
+    _cut_while_mapped(files["big"], tmp_path, _CUT_UNDER_THE_COMMAND)
 
 
 def test_an_interrupted_pool_kills_and_reaps_its_workers(files: dict[str, Path]) -> None:
