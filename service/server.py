@@ -44,6 +44,7 @@ from kingrec.errors import KingrecError
 from kingrec.limits import MAX_JSON_LINE_BYTES
 from kingrec.v1 import service_pb2 as svc
 
+from . import heap
 from ._pb import service_pb2_grpc
 from .analysing import AnalyseLimits, Analyser
 from .errors import ShuttingDownError
@@ -244,6 +245,7 @@ async def serve(
 ) -> None:
     """Run a server until SIGTERM or SIGINT, then stop it gracefully. ``ready`` is called
     with the port (and the HTTP port, or None) once the server takes calls."""
+    heap.keep_freed_memory()  # the process is the server's: its requests' pages are reused
     server, port = create_server(config)
     await server.start()
     stop = asyncio.Event()
