@@ -700,6 +700,17 @@ cdef inline Py_ssize_t _request_length(const uchar* data, Py_ssize_t* pos,
     return -1
 
 
+cdef inline Py_ssize_t _value_end(const uchar* data, Py_ssize_t* pos, Py_ssize_t end,
+                                  Py_ssize_t limit) noexcept nogil:
+    """The end of the length-delimited value whose length is at ``pos`` (read within
+    ``end``), ``pos`` moved to its start; -1 if the length is unreadable or the value runs
+    past ``limit`` (its message's end)."""
+    cdef Py_ssize_t size = _request_length(data, pos, end)
+    if size < 0 or pos[0] + size > limit:
+        return -1
+    return pos[0] + size
+
+
 def request_frames(bytes data not None, Py_ssize_t max_frame, bytes magic not None):
     """``(payloads, names)`` of a ValidateStreamRequest's bytes whose records are each a
     frame's bytes (``krec`` at most ``max_frame`` bytes, not starting with ``magic``) with at
@@ -724,11 +735,8 @@ def request_frames(bytes data not None, Py_ssize_t max_frame, bytes magic not No
         if p[pos] != _RECORDS:
             return None
         pos += 1
-        size = _request_length(p, &pos, end)
-        if size < 0:
-            return None
-        stop = pos + size
-        if stop > end:
+        stop = _value_end(p, &pos, end, end)
+        if stop < 0:
             return None
         has_krec = has_name = False
         name = ""
@@ -737,12 +745,10 @@ def request_frames(bytes data not None, Py_ssize_t max_frame, bytes magic not No
             if key != _KREC and key != _NAME:
                 return None
             pos += 1
-            size = _request_length(p, &pos, end)
-            if size < 0:
+            field_end = _value_end(p, &pos, end, stop)
+            if field_end < 0:
                 return None
-            field_end = pos + size
-            if field_end > stop:
-                return None
+            size = field_end - pos
             if key == _KREC and not has_krec:
                 if size > max_frame or (size >= nmagic and memcmp(p + pos, m, nmagic) == 0):
                     return None  # a damage verdict or a whole file: stream_verdicts says

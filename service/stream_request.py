@@ -55,6 +55,15 @@ def _length(data: bytes, pos: int) -> tuple[int, int]:
     raise _Unusual  # longer, or past the end
 
 
+def _value_end(data: bytes, pos: int, limit: int) -> tuple[int, int]:
+    """The start and end of the length-delimited value whose length is at ``pos``; one that
+    runs past ``limit`` (its message's end) is unusual."""
+    size, pos = _length(data, pos)
+    if pos + size > limit:
+        raise _Unusual
+    return pos, pos + size
+
+
 def read_frames(data: bytes) -> Frames | None:
     """The records of a ValidateStreamRequest's bytes when each is a frame's bytes (``krec``
     not starting with the .krec magic, at most ``MAX_FRAME_BYTES``) with at most a name and
@@ -82,22 +91,16 @@ def _read(data: bytes) -> Frames | None:
     while pos < end:
         if data[pos] != _RECORDS:
             return None
-        size, pos = _length(data, pos + 1)
-        stop = pos + size
-        if stop > end:
-            return None
+        pos, stop = _value_end(data, pos + 1, end)
         payload: memoryview | None = None
         name: str | None = None
         while pos < stop:
             key = data[pos]
             if key != _KREC and key != _NAME:
                 return None
-            size, pos = _length(data, pos + 1)
-            field_end = pos + size
-            if field_end > stop:
-                return None
+            pos, field_end = _value_end(data, pos + 1, stop)
             if key == _KREC and payload is None:
-                if size > MAX_FRAME_BYTES or data.startswith(MAGIC, pos, field_end):
+                if field_end - pos > MAX_FRAME_BYTES or data.startswith(MAGIC, pos, field_end):
                     return None  # a damage verdict or a whole file: stream_verdicts says
                 payload = view[pos:field_end]
             elif key == _NAME and name is None:
