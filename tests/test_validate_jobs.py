@@ -483,10 +483,26 @@ def test_a_worker_killed_mid_run_leaves_the_report_and_status_of_one_job(
     assert (first + out, err, proc.returncode) == (one.stdout, one.stderr + b"left behind: 0\n", 2)
 
 
-def _cut_while_mapped(big: Path, tmp_path: Path, script: str) -> None:
-    """``validate --jobs 2`` of a copy of ``big`` run by ``script``, which cuts the file short
-    under a mapping: its report, standard error and exit status are one job's on the file as
-    it is cut (its last frame FRAME_TRUNCATED)."""
+# ``kingrec`` with ``judges._mapped_range`` wrapped by the ``cut_once_mapped`` a test
+# defines in ``{cut}`` (``path``: the file validated; ``real``: the wrapped function).
+_CUTTING_KINGREC = """
+import os, sys
+from kingrec import judges
+path = sys.argv[-1]
+real = judges._mapped_range
+{cut}
+judges._mapped_range = cut_once_mapped
+sys.argv = ["kingrec", *sys.argv[1:]]
+from kingrec_cli.main import run
+run()
+"""
+
+
+def _cut_while_mapped(big: Path, tmp_path: Path, cut: str) -> None:
+    """``validate --jobs 2`` of a copy of ``big`` whose ``cut`` (``_CUTTING_KINGREC``) cuts
+    the file short under a mapping: its report, standard error and exit status are one job's
+    on the file as it is cut (its last frame FRAME_TRUNCATED)."""
+    script = _CUTTING_KINGREC.format(cut=cut)
     if _twins.COMPILED is None or not judges._can_map(_twins.COMPILED):
         pytest.skip("a range is mapped only with the checksum in C")
     path = tmp_path / "cut.krec"
@@ -506,20 +522,12 @@ def _cut_while_mapped(big: Path, tmp_path: Path, script: str) -> None:
 # range mapped (a worker's or the command's), a page boundary inside it: the walk over its
 # headers reads a page that is gone.
 _CUT_UNDER_A_WORKER = """
-import os, sys
-from kingrec import judges
-path = sys.argv[-1]
-real = judges._mapped_range
 def cut_once_mapped(fd, start, stop):
     room = real(fd, start, stop)
     if room is not None and not os.environ.get("CUT"):  # the first range mapped in a process
         os.environ["CUT"] = "1"
         os.truncate(path, (start + (32 << 10)) // 4096 * 4096)
     return room
-judges._mapped_range = cut_once_mapped
-sys.argv = ["kingrec", *sys.argv[1:]]
-from kingrec_cli.main import run
-run()
 """
 
 
@@ -536,11 +544,7 @@ def test_a_file_cut_short_under_a_workers_mapping_is_reported_as_one_job_reads_i
 # short under the first it maps, a page boundary inside the range, so that its guarded walk
 # over the headers reads a page that is gone.
 _CUT_UNDER_THE_COMMAND = """
-import os, sys
-from kingrec import judges
-path = sys.argv[-1]
 command = os.getpid()  # the workers are forks: the same code, another pid
-real = judges._mapped_range
 cut = []
 def cut_once_mapped(fd, start, stop):
     room = real(fd, start, stop)
@@ -549,10 +553,6 @@ def cut_once_mapped(fd, start, stop):
         cut.append(start)
         os.truncate(path, at)
     return room
-judges._mapped_range = cut_once_mapped
-sys.argv = ["kingrec", *sys.argv[1:]]
-from kingrec_cli.main import run
-run()
 """
 
 
