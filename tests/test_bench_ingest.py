@@ -3,6 +3,7 @@ the A/B prints each run and the medians of both installs, the timeline each phas
 
 from __future__ import annotations
 
+import random
 import sys
 from pathlib import Path
 
@@ -75,3 +76,24 @@ def test_the_questions_ab_builds_a_store_by_each_install_and_asks_both_in_turn(
     assert out.count("new/old: cold") == 3  # one line per question of bench_store
     assert "rıfkı deals ending before trick 5" in out
     assert list(tmp_path.iterdir()) == []  # both stores deleted
+
+
+def test_the_most_led_question_gives_a_tie_to_the_lower_card_as_kingrec_stats_does() -> None:
+    """Two stores of the same file must give bench_questions_ab the same answer: a tie in
+    the count of leads goes to the lower card code, whatever order the rows come in."""
+    import duckdb
+
+    sys.path.insert(0, str(BENCH))
+    from bench_store import QUESTIONS
+
+    con = duckdb.connect()
+    con.execute("CREATE MACRO card_name(c) AS c::VARCHAR")
+    con.execute("CREATE TABLE plays (contract VARCHAR, card INTEGER, position INTEGER)")
+    # every card led three times in rıfkı (a 52-way tie), 51 and 50 twice in koz
+    leads = [("RIFKI", card) for card in range(52)] * 3 + [("KOZ", 51), ("KOZ", 50)] * 2
+    for seed in range(5):
+        random.Random(seed).shuffle(leads)
+        con.execute("DELETE FROM plays")
+        con.executemany("INSERT INTO plays VALUES (?, ?, 0)", leads)
+        rows = con.execute(QUESTIONS["most-led card in each contract"]).fetchall()
+        assert rows == [("KOZ", "50", 2), ("RIFKI", "0", 3)]
