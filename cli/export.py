@@ -19,7 +19,7 @@ from .errors import (
 )
 from .helptext import Command, epilog
 from .store_option import store_option
-from .terminal import Terminal
+from .terminal import Terminal, counted
 
 __all__ = ["export"]
 
@@ -72,7 +72,8 @@ def export(out_dir: str, db: str | None, overwrite: bool, quiet: bool) -> None:
         summary = export_parquet(db or default_path(), out_dir, overwrite=overwrite)
     if not quiet:
         Terminal().tell(
-            f"exported {summary.rows['matches']} matches ({summary.rows['plays']} plays) to "
-            f"{out_dir}: {summary.files} files, {summary.bytes / 1e6:.1f} MB in "
+            f"exported {counted(summary.rows['matches'], 'match', 'matches')} "
+            f"({counted(summary.rows['plays'], 'play')}) to "
+            f"{out_dir}: {counted(summary.files, 'file')}, {summary.bytes / 1e6:.1f} MB in "
             f"{time.perf_counter() - began:.2f} s"
         )

@@ -23,7 +23,7 @@ from kingrec.v1 import record_pb2 as pb
 
 from .lines import finding_line
 from .places import place
-from .terminal import Terminal, escape, shown
+from .terminal import Terminal, counted, escape, shown
 
 __all__ = ["MatchView"]
 
@@ -104,8 +104,7 @@ class MatchView:
         findings = self.report.findings
         errors = sum(1 for f in findings if f.severity is Severity.ERROR)
         warnings = len(findings) - errors
-        counts = [f"{n} {what}{'s' if n != 1 else ''}" for n, what in
-                  ((errors, "error"), (warnings, "warning")) if n]  # fmt: skip
+        counts = [counted(n, what) for n, what in ((errors, "error"), (warnings, "warning")) if n]
         if errors:
             return f"[bold red]INVALID[/] ({', '.join(counts)})"
         return "valid" + (f" ({', '.join(counts)})" if counts else "")

@@ -21,7 +21,7 @@ from .errors import (
     Failed,
 )
 from .helptext import Command, epilog
-from .terminal import Terminal
+from .terminal import Terminal, counted
 
 __all__ = ["simulate"]
 
@@ -143,7 +143,8 @@ def simulate(
         # the start-up, a fifth of a short run).
         cpu = cpu_seconds()
         term.tell(
-            f"simulated {summary.matches} matches ({summary.deals} deals) in "
+            f"simulated {counted(summary.matches, 'match', 'matches')} "
+            f"({counted(summary.deals, 'deal')}) in "
             f"{summary.seconds:.2f} s, {summary.deals_per_second:.0f} deals/s; "
             f"{cpu:.2f} s CPU in all, start-up included: "
             f"{summary.deals / cpu if cpu > 0 else 0.0:.0f} deals per CPU second"

@@ -294,6 +294,11 @@ def shown(text: str) -> str:
     return re.sub(_CONTROLS, lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 match``, ``3 matches``: a count and its noun, in the plural unless it is one."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def _plain(markup: str) -> str:
     """The text ``markup`` shows, its styles dropped, as ``Console.print`` renders it (no
     emoji codes, no highlighting: the consoles' settings)."""

@@ -59,6 +59,11 @@ def test_output_validates_clean(name: str, tmp_path: Path) -> None:
     assert os.listdir(tmp_path) == ["sim.krec"]  # no temporary file left behind
 
 
+def test_the_summary_of_one_match_names_it_in_the_singular(tmp_path: Path) -> None:
+    result = simulate("--matches", "1", "-o", str(tmp_path / "one.krec"))
+    assert result.stderr.startswith(b"simulated 1 match (20 deals) in ")
+
+
 def test_matches_are_those_of_the_library(tmp_path: Path) -> None:
     out = tmp_path / "sim.krec"
     simulate("--preset", "short", "--matches", "4", "--seed", "11", "-o", str(out))
