@@ -50,3 +50,20 @@ def _answers_then_stops(
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_the_stream_figure_is_the_median_of_rounds_each_a_stream_beside_the_fast_path() -> None:
+    """``--only stream``: every round streams the same matches to a real ``kingrec serve``
+    (every verdict clean, else the bench fails) and runs the checker alone on them; the
+    verdict is the median of the rounds' ratios, printed with their spread."""
+    pytest.importorskip("kingrec._fastcheck_c")
+    command = [sys.executable, str(BENCH), "--only", "stream", "--upload", "40"]
+    out = subprocess.run(
+        [*command, "--stream-rounds", "3"], capture_output=True, text=True, check=True, timeout=300
+    ).stdout
+    assert "ValidateStream: " in out and "(40 matches, 800 a message" in out
+    assert "medians of 3 rounds" in out
+    assert "the compiled checker alone on the same frames: " in out
+    ratio = next(line for line in out.splitlines() if "ValidateStream / fast path: " in line)
+    assert "ValidateStream / fast path: " in ratio and "(median of 3 rounds; middle half " in ratio
+    assert ratio.endswith(("target median >= 0.5: ok", "target median >= 0.5: BELOW TARGET"))
