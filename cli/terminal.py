@@ -99,9 +99,20 @@ def _console(file: IO[str]) -> Console:
     from rich.console import Console
 
     class _Console(Console):
+        _tty: bool | None = None
+
         def on_broken_pipe(self) -> None:
             self.quiet = True
             raise BrokenPipeError(errno.EPIPE, "the reader of the output went away")
+
+        @property
+        def is_terminal(self) -> bool:
+            # Read once: rich asks on each print (three isatty calls and the environment,
+            # some 45 µs a report on a terminal, a third of its cost), and whether the
+            # stream is a terminal does not change while a command runs.
+            if self._tty is None:
+                self._tty = bool(Console.is_terminal.fget(self))  # type: ignore[attr-defined]
+            return self._tty
 
     return _Console(file=file, highlight=False, emoji=False, soft_wrap=True)
 
