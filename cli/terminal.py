@@ -6,11 +6,11 @@ One ``Terminal`` per command. Reports (``report``, ``json``) go to standard outp
 streams are the same terminal, reports are printed through the bar's console, the one
 console that knows where the bar is: it lifts the bar, prints the report above it and draws
 the bar again, so a report never lands inside the bar. Lifting and drawing it again costs
-some 350 µs a report, so reports come in held up to ``HOLD_SECONDS`` (or ``HOLD_LINES`` of
-them) and are printed together, once a bar each time; anything else written through the
-``Terminal``, and the bar's end, prints those held first. When the streams differ (a pipe, a
-file) each simply gets its own lines, and the bar is never drawn on a terminal that
-records are being written to.
+some 350 µs, so reports under the bar are held for up to ``HOLD_SECONDS`` (or until
+``HOLD_LINES`` are held) and printed together, the bar drawn again once for them; anything
+else written through the ``Terminal``, and the bar's end, prints those held first. When the
+streams differ (a pipe, a file) each simply gets its own lines, and the bar is never drawn
+on a terminal that records are being written to.
 
 Nothing the streams cannot encode reaches them: cards are written by their names (``AD``,
 ``TC``) where the suit symbols cannot be encoded, JSON lines escape what cannot
@@ -41,9 +41,9 @@ if TYPE_CHECKING:  # loaded when first used (a bar, a report, a JSON line): star
 
 __all__ = ["Bar", "Columns", "Terminal"]
 
-# Reports under a live bar, held and then printed together: one report a print drew the bar
-# again for each (`kingrec validate` of a file of one match 20,000 times on a terminal:
-# 40,000 lines in 19 s, where a pipe took 1.5 s). A person cannot tell 0.1 s.
+# Reports under a live bar are held, then printed together: printed one at a time, each
+# lifted the bar and drew it again (`kingrec validate` of a file of one match 20,000 times
+# on a terminal: 40,000 lines in 19 s, where a pipe took 1.5 s). No one can tell 0.1 s.
 HOLD_SECONDS = 0.1
 HOLD_LINES = 512
 
@@ -184,7 +184,7 @@ class Terminal:
             elif self._bar_live():
                 self._hold(markup)
                 return
-        self.release()
+        self._release()
         self.out.print(markup)
 
     def _bar_live(self) -> bool:
@@ -206,9 +206,9 @@ class Terminal:
                     self._timer.daemon = True
                     self._timer.start()
                 return
-        self.release()
+        self._release()
 
-    def release(self) -> None:
+    def _release(self) -> None:
         """Print the reports held under the bar, in one print (one bar drawn again)."""
         with self._holding:
             timer, self._timer = self._timer, None
@@ -223,7 +223,7 @@ class Terminal:
         # On the timer's thread: what printing raises (a closed terminal) is the command's
         # to meet, on its own thread, when it next writes.
         try:
-            self.release()
+            self._release()
         except BaseException as exc:  # raised again on the command's thread
             with self._holding:
                 self._failed = self._failed or exc
@@ -269,7 +269,7 @@ class Terminal:
         if bar is not None and bar.live.is_started:
             from rich.text import Text
 
-            self.release()
+            self._release()
             bar.console.print(Text(line), soft_wrap=True)
         else:
             self.stdout.write(line + "\n")
@@ -301,7 +301,6 @@ class Terminal:
     def _message(self, line: str) -> None:
         # Through the bar's console (``err``), which lifts a live bar out of the way; reports
         # written so far come first, also when both streams go to one pipe.
-        self.release()
         self.flush()
         text = self.sentence(line, stderr=True)
         if not self._drawing and text.isprintable():
@@ -313,6 +312,8 @@ class Terminal:
         self.err.print(escape(text))
 
     def flush(self) -> None:
+        """Everything written so far out: the reports held under the bar, then the streams."""
+        self._release()
         for stream in (self.stdout, self.stderr):
             with contextlib.suppress(OSError, ValueError, AttributeError):  # a closed stream
                 stream.flush()
@@ -352,7 +353,7 @@ class Terminal:
                 try:
                     yield bar
                 finally:
-                    self.release()  # above the bar, before it is gone
+                    self._release()  # above the bar, before it is gone
         finally:
             self._bar = None
             self._drawing = False
