@@ -127,7 +127,6 @@ class Terminal:
         self._err: Console | None = None
         self._bar: Progress | None = None  # a live bar on the terminal of both streams
         self._drawing = False  # a bar is live on standard error
-        self._plain: bool | None = None  # reports are plain text (``_writes_plain``)
         self._held: list[str] = []  # reports under a live bar, not printed yet (``_hold``)
         self._holding = threading.RLock()  # over _held, _timer, _failed and their printing
         self._timer: threading.Timer | None = None  # prints _held when it goes off
@@ -240,10 +239,8 @@ class Terminal:
         machinery a line (20,000 repeats in a file: ~12 s of a run's 14 s, cProfile)."""
         if self._bar_live():
             return False
-        if self._plain is None:  # once: rich reads the environment on each is_terminal
-            out = self.out
-            self._plain = out.color_system is None and not out.is_terminal and not out.record
-        return self._plain
+        out = self.out
+        return out.color_system is None and not out.is_terminal and not out.record
 
     def line(self, text: str) -> None:
         """One line of plain text (no markup) on standard output, as ``report`` writes its
@@ -265,12 +262,11 @@ class Terminal:
         line = render(obj)
         if not line.isascii() and not can_encode(self.stdout, line):
             line = render(obj, ascii_only=True)
-        bar = self._bar
-        if bar is not None and bar.live.is_started:
+        if self._bar_live():
             from rich.text import Text
 
             self._release()
-            bar.console.print(Text(line), soft_wrap=True)
+            self.out.print(Text(line), soft_wrap=True)
         else:
             self.stdout.write(line + "\n")
 
